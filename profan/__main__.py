@@ -1,0 +1,5 @@
+import sys
+
+from profan.cli import main
+
+sys.exit(main())

@@ -1,0 +1,84 @@
+"""``profan`` command line: one subcommand per module under ``profan/commands``.
+
+Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int`` (the exit code).  User errors (``ProfanError``) print one clear message and
+exit with the error's code; anything else is a bug in profan and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from types import ModuleType
+
+from profan.errors import EXIT_INTERNAL, ProfanError
+
+# Subcommand name -> module under profan.commands, in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "report": "report",
+    "check": "check",
+    "diff": "diff",
+    "annotate": "annotate",
+    "hlo": "hlo",
+    "chips": "chips",
+}
+
+
+def _load(module_name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"profan.commands.{module_name}")
+    except ModuleNotFoundError as missing:
+        if missing.name == f"profan.commands.{module_name}":
+            return None  # command not built yet
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="profan",
+        description="How far each op of an XLA program was from what the hardware could do.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name, module_name in COMMANDS.items():
+        module = _load(module_name)
+        if module is None:
+            continue
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except ProfanError as error:
+        print(f"profan: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("profan: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` and closed early: not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as error:  # a bug in profan, not the user's fault
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"profan: internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in profan; rerun with --debug for the traceback and report it.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

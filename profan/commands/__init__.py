@@ -1,0 +1,1 @@
+"""One module per ``profan`` subcommand; see ``profan.cli``."""

@@ -1,0 +1,272 @@
+"""The typed in-memory model of an HLO module: plain dataclasses, no parsing logic.
+
+Attribute values are kept as the raw text XLA printed (``Instruction.attributes``) so a parse
+stays cheap and a module prints back exactly; typed views of the attributes that analyses need
+(metadata, replica groups, shardings, backend config, called computations, …) are decoded on
+first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# Bits per element of each primitive type XLA prints.  Sub-byte types are packed.
+DTYPE_BITS: dict[str, int] = {
+    "pred": 8,
+    "s1": 1, "s2": 2, "s4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64,
+    "u1": 1, "u2": 2, "u4": 4, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
+    "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+    "c64": 64, "c128": 128,
+    "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8,
+    "f8e4m3fnuz": 8, "f8e3m4": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4,
+}
+
+# Dimension size XLA prints as ``?`` (unbounded dynamic).
+UNBOUNDED_DIM = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """``{minor_to_major:items}`` of an array shape.
+
+    ``tiles`` holds each ``T(...)`` tile as a tuple of ints; ``None`` stands for ``*`` (a combined
+    dimension) and ``()`` for a scalar tile.  ``memory_space`` 0 is HBM/device memory; ``S(1)`` is
+    TPU VMEM; other values are other spaces (host memory, SMEM, …).  ``other`` keeps layout items
+    profan has no field for, verbatim, in order, so the layout prints back unchanged.
+    """
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int | None, ...], ...] = ()
+    element_size_bits: int | None = None  # E(n)
+    memory_space: int = 0  # S(n)
+    dim_level_types: tuple[str, ...] = ()  # D(...)
+    tail_padding_alignment: int | None = None  # L(n)
+    index_primitive_type: str | None = None  # #(s32)
+    pointer_primitive_type: str | None = None  # *(s32)
+    dynamic_shape_metadata_prefix_bytes: int | None = None  # M(n)
+    split_configs: tuple[str, ...] = ()  # SC(...)
+    physical_shape: Shape | None = None  # P(...)
+    other: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """An array, tuple, token or opaque shape.
+
+    ``dims`` holds each dimension's size (or its bound, for ``<=N``); an unbounded ``?`` dimension
+    is ``UNBOUNDED_DIM``.  ``dynamic`` marks which dimensions were printed dynamic.
+    """
+
+    dtype: str  # "f32", "bf16", …, or "tuple", "token", "opaque"
+    dims: tuple[int, ...] = ()
+    dynamic: tuple[bool, ...] = ()
+    layout: Layout | None = None
+    tuple_shapes: tuple[Shape, ...] = ()
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.dtype == "tuple"
+
+    @property
+    def is_array(self) -> bool:
+        return self.dtype in DTYPE_BITS
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def element_bits(self) -> int:
+        """Bits of one element; the layout's ``E(n)`` wins over the dtype's natural size."""
+        if self.layout is not None and self.layout.element_size_bits:
+            return self.layout.element_size_bits
+        return DTYPE_BITS.get(self.dtype, 0)
+
+    @property
+    def num_elements(self) -> int:
+        """Elements of an array (unbounded dims count as 0); 0 for tuples, tokens, opaque."""
+        if not self.is_array:
+            return 0
+        count = 1
+        for size in self.dims:
+            count *= max(size, 0)
+        return count
+
+    def leaves(self) -> Iterator[Shape]:
+        """Every non-tuple shape inside, depth first (the shape itself when not a tuple)."""
+        if self.is_tuple:
+            for element in self.tuple_shapes:
+                yield from element.leaves()
+        else:
+            yield self
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One operand reference: its name, and its shape when the text printed it."""
+
+    name: str
+    shape: Shape | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """``metadata={...}`` of an instruction (fields XLA does not print stay ``None``)."""
+
+    op_type: str | None = None
+    op_name: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    source_end_line: int | None = None
+    source_column: int | None = None
+    source_end_column: int | None = None
+    stack_frame_id: int | None = None
+    other: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where in the user's code an instruction came from."""
+
+    file: str
+    line: int
+    function: str | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(slots=True)
+class Instruction:
+    """One HLO instruction.
+
+    ``attributes`` maps each ``name=value`` attribute to its value text as printed (whitespace
+    normalised), in printing order.  ``literal`` holds a constant's literal text; ``parameter_number``
+    a parameter's index.  ``computation`` is set to the name of the computation that holds it.
+    """
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: list[Operand] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+    is_root: bool = False
+    literal: str | None = None
+    parameter_number: int | None = None
+    computation: str | None = field(default=None, compare=False)
+
+    @property
+    def operand_names(self) -> list[str]:
+        return [operand.name for operand in self.operands]
+
+
+@dataclass(slots=True)
+class Computation:
+    """A named computation: its instructions in printed order."""
+
+    name: str
+    instructions: list[Instruction] = field(default_factory=list)
+    is_entry: bool = False
+    execution_thread: str | None = None
+    _by_name: dict[str, Instruction] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def root(self) -> Instruction:
+        for instruction in self.instructions:
+            if instruction.is_root:
+                return instruction
+        return self.instructions[-1]
+
+    @property
+    def params(self) -> list[Instruction]:
+        """Parameters in parameter-number order."""
+        found = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(found, key=lambda i: i.parameter_number or 0)
+
+    def __getitem__(self, name: str) -> Instruction:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def get(self, name: str) -> Instruction | None:
+        if self._by_name is None or len(self._by_name) != len(self.instructions):
+            self._by_name = {i.name: i for i in self.instructions}
+        return self._by_name.get(name.lstrip("%"))
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(frozen=True, slots=True)
+class FileLocation:
+    """A row of the module's ``FileLocations`` table."""
+
+    file_name_id: int
+    function_name_id: int
+    line: int
+    end_line: int | None = None
+    column: int | None = None
+    end_column: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    """A row of the module's ``StackFrames`` table (``parent_frame_id`` 0 = none)."""
+
+    file_location_id: int
+    parent_frame_id: int = 0
+
+
+@dataclass(slots=True)
+class StackFrameTables:
+    """The module-level tables that ``metadata={stack_frame_id=N}`` points into (1-based ids)."""
+
+    file_names: dict[int, str] = field(default_factory=dict)
+    function_names: dict[int, str] = field(default_factory=dict)
+    file_locations: dict[int, FileLocation] = field(default_factory=dict)
+    stack_frames: dict[int, StackFrame] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.stack_frames or self.file_locations or self.file_names)
+
+
+@dataclass(slots=True)
+class Module:
+    """An HLO module: header attributes, computations, and the stack-frame tables."""
+
+    name: str
+    computations: list[Computation] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+    stack_frames: StackFrameTables = field(default_factory=StackFrameTables)
+    _by_name: dict[str, Computation] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def entry(self) -> Computation:
+        for computation in self.computations:
+            if computation.is_entry:
+                return computation
+        return self.computations[-1]
+
+    def computation(self, name: str) -> Computation:
+        if self._by_name is None or len(self._by_name) != len(self.computations):
+            self._by_name = {c.name: c for c in self.computations}
+        return self._by_name[name.lstrip("%")]
+
+    def instructions(self) -> Iterator[Instruction]:
+        """Every instruction of every computation, in printed order."""
+        for computation in self.computations:
+            yield from computation.instructions
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attributes.get("num_partitions", "1"))
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.attributes.get("replica_count", "1"))

@@ -1,0 +1,37 @@
+"""Where profan finds its own data files and keeps its caches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def grammar_path(name: str) -> Path:
+    """A grammar file: packaged under ``profan/grammars`` when installed, else ``grammars/``."""
+    for candidate in (PACKAGE_DIR / "grammars" / name, PACKAGE_DIR.parent / "grammars" / name):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"grammar {name} not found beside the profan package")
+
+
+def data_path(name: str) -> Path:
+    """A data file shipped inside the package (``profan/data``)."""
+    return PACKAGE_DIR / "data" / name
+
+
+def cache_dir(kind: str) -> Path:
+    """A cache folder under the user's cache directory (``$PROFAN_CACHE_DIR`` overrides).
+
+    Never inside a trace directory: traces may be read-only or shared.
+    """
+    root = os.environ.get("PROFAN_CACHE_DIR")
+    if root:
+        base = Path(root)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "profan"
+    path = base / kind
+    path.mkdir(parents=True, exist_ok=True)
+    return path
