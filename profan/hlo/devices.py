@@ -21,6 +21,7 @@ Bad text raises ``profan.errors.HloSyntaxError`` naming the column and what was 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,7 +161,8 @@ def _read_iota_tail(reader: _Reader, count: int) -> list[int]:
         _check_perm(reader, perm, len(reshape))
     if math.prod(reshape) != count:
         raise reader.error(
-            f"iota reshape {reshape} holds {math.prod(reshape)} devices, the tile shape needs {count}"
+            f"iota reshape {reshape} holds {math.prod(reshape)} devices, "
+            f"the tile shape needs {count}"
         )
     return iota_devices(reshape, perm)
 
@@ -305,7 +307,7 @@ class _MeshPieces:
         self.pieces: list[tuple[int, int, int]] = []  # (axis, pre, size)
         for axis, boundaries in enumerate(cuts):
             ordered = sorted(boundaries)
-            for low, high in zip(ordered, ordered[1:], strict=False):
+            for low, high in itertools.pairwise(ordered):
                 if high % low != 0:
                     raise reader.error(
                         f"sub-axes of {mesh.axis_names[axis]!r} overlap ({low} and {high})"
