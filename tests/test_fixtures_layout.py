@@ -1,0 +1,202 @@
+"""Sanity of the committed fixtures (made by fixtures/make_fixtures.py): files, meta, sizes.
+
+No jax here: everything is read from the committed files. Checks cross the fixture's own
+sources against each other (XLA's parser counts in meta vs the dump text, truth vs mesh, the
+trace vs the program) so that a broken regeneration shows up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
+MAX_FILE_BYTES = 3 * 1024 * 1024
+MAX_TOTAL_BYTES = 10 * 1024 * 1024
+
+
+def _meta(fixtures_dir: Path, name: str) -> dict[str, Any]:
+    return json.loads((fixtures_dir / name / "meta.json").read_text())
+
+
+@pytest.fixture(params=PROGRAMS)
+def program(request: pytest.FixtureRequest, fixtures_dir: Path) -> tuple[Path, dict[str, Any]]:
+    return fixtures_dir / request.param, _meta(fixtures_dir, request.param)
+
+
+def test_every_program_has_hlo_trace_and_meta(program: tuple[Path, dict[str, Any]]) -> None:
+    folder, meta = program
+    dumps = sorted((folder / "hlo").glob("*after_optimizations.txt"))
+    assert dumps, f"{folder}: no *after_optimizations.txt"
+    assert not list((folder / "hlo").glob("*buffer-assignment*"))
+    runs = [p for p in (folder / "trace" / "plugins" / "profile").iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    xplanes = list(runs[0].glob("*.xplane.pb"))
+    assert len(xplanes) == 1, xplanes
+    assert meta["name"] == folder.name
+    listed = {Path(p) for p in meta["trace"]["files"]}
+    assert listed == {p.relative_to(folder) for p in (folder / "trace").rglob("*") if p.is_file()}
+
+
+def test_hlo_files_start_with_the_module_xla_named(program: tuple[Path, dict[str, Any]]) -> None:
+    folder, meta = program
+    assert meta["hlo_files"]
+    for entry in meta["hlo_files"]:
+        text = (folder / entry["file"]).read_text()
+        assert text.startswith(f"HloModule {meta['module_name']},"), entry["file"]
+
+
+def test_xla_counts_match_the_dump_text(program: tuple[Path, dict[str, Any]]) -> None:
+    """XLA's parser counts (recorded by the generator) agree with a line count of the text."""
+    folder, meta = program
+    for entry in meta["hlo_files"]:
+        text = (folder / entry["file"]).read_text()
+        instructions = len(re.findall(r"^\s+(?:ROOT )?%?[\w.\-]+ = ", text, re.M))
+        computations = len(re.findall(r"^(?:ENTRY )?%?[\w.\-]+ \(.*\{$", text, re.M))
+        assert entry["xla_counts"] == {"computations": computations, "instructions": instructions}
+
+
+def test_cost_analysis_is_numeric_and_positive(program: tuple[Path, dict[str, Any]]) -> None:
+    _, meta = program
+    cost = meta["cost_analysis"]
+    assert all(isinstance(v, float) and math.isfinite(v) for v in cost.values())
+    assert cost["bytes accessed"] > 0
+    if meta["truth"]["matmuls"]:
+        assert cost["flops"] > 0
+
+
+def test_matmul_cost_analysis_is_2mkn(fixtures_dir: Path) -> None:
+    meta = _meta(fixtures_dir, "matmul")
+    (mm,) = meta["truth"]["matmuls"]
+    m, k = mm["lhs_shape"]
+    assert mm["rhs_shape"][0] == k
+    n = mm["rhs_shape"][1]
+    assert meta["cost_analysis"]["flops"] == 2 * m * k * n
+    # f32 operands read once and the result written once.
+    assert meta["cost_analysis"]["bytes accessed"] == 4 * (m * k + k * n + m * n)
+
+
+def test_mesh_and_device_order(program: tuple[Path, dict[str, Any]]) -> None:
+    _, meta = program
+    assert meta["device_count"] == 8
+    mesh = meta["mesh"]
+    if mesh is None:
+        assert meta["name"] == "matmul"
+        return
+    assert mesh["axis_names"] == ["data", "model"]
+    assert mesh["axis_sizes"] == [4, 2]
+    flat = [d for row in mesh["device_ids"] for d in row]
+    assert sorted(flat) == list(range(8))
+    assert [len(row) for row in mesh["device_ids"]] == [2, 2, 2, 2]
+
+
+def test_truth_is_consistent_with_the_mesh(program: tuple[Path, dict[str, Any]]) -> None:
+    _, meta = program
+    axes = (
+        dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))
+        if (meta["mesh"])
+        else {}
+    )
+    for mm in meta["truth"]["matmuls"]:
+        lhs, rhs = mm["einsum"].split("->")[0].split(",")
+        out = mm["einsum"].split("->")[1]
+        for letters, shape, split in (
+            (lhs, mm["lhs_shape"], mm["lhs_split"]),
+            (rhs, mm["rhs_shape"], mm["rhs_split"]),
+            (out, mm["out_shape"], mm["out_split"]),
+        ):
+            assert shape == [mm["dim_sizes"][c] for c in letters]
+            for dim, along in split.items():
+                ways = math.prod(axes[a] for a in along)
+                assert shape[int(dim)] % ways == 0, (mm["name"], letters, dim)
+    for coll in meta["truth"]["collectives"]:
+        assert set(coll["axes"]) <= set(axes), coll
+
+
+def _expand_groups(text: str, mesh: dict[str, Any]) -> list[list[int]]:
+    """Replica groups in the three forms these fixtures contain, as explicit device lists."""
+    import numpy as np
+
+    if text.startswith("source_target_pairs="):
+        return [[int(a), int(b)] for a, b in re.findall(r"\{(\d+),(\d+)\}", text)]
+    body = text.removeprefix("replica_groups=")
+    if body.startswith("{{"):
+        return [[int(x) for x in g.split(",")] for g in re.findall(r"\{([\d,]+)\}", body)]
+    iota = re.fullmatch(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", body)
+    if iota:
+        dims = [int(x) for x in iota.group(1).split(",")]
+        ids = np.arange(math.prod(dims)).reshape([int(x) for x in iota.group(2).split(",")])
+        if iota.group(3):
+            ids = ids.transpose([int(x) for x in iota.group(3).split(",")])
+        return ids.reshape(dims).tolist()
+    named = re.fullmatch(r"mesh\[(.*)\] \{(.*)\}", body)
+    assert named, text
+    sizes = [(a, int(n)) for a, n in re.findall(r"'(\w+)'=(\d+)", named.group(1))]
+    along = re.findall(r"'(\w+)'", named.group(2))
+    ids = np.arange(math.prod(n for _, n in sizes)).reshape([n for _, n in sizes])
+    names = [a for a, _ in sizes]
+    keep = [names.index(a) for a in names if a not in along]
+    order = keep + [names.index(a) for a in along]
+    group_size = math.prod(n for a, n in sizes if a in along)
+    return ids.transpose(order).reshape(-1, group_size).tolist()
+
+
+def _groups_along(mesh: dict[str, Any], along: list[str]) -> list[list[int]]:
+    import numpy as np
+
+    ids = np.array(mesh["device_ids"])
+    names = mesh["axis_names"]
+    keep = [names.index(a) for a in names if a not in along]
+    order = keep + [names.index(a) for a in along]
+    size = math.prod(mesh["axis_sizes"][names.index(a)] for a in along)
+    return ids.transpose(order).reshape(-1, size).tolist()
+
+
+def test_every_truth_collective_is_in_the_hlo(program: tuple[Path, dict[str, Any]]) -> None:
+    """Each (kind, axes) in the truth names groups that some emitted collective really has."""
+    _, meta = program
+    emitted = [
+        (c["opcode"], sorted(map(sorted, _expand_groups(c["groups"], meta["mesh"]))))
+        for c in meta["hlo_collectives"]
+    ]
+    for coll in meta["truth"]["collectives"]:
+        if coll["kind"] == "collective-permute":
+            along = coll["axes"]
+            pairs = sorted(
+                sorted([src, dst])
+                for kind, groups in emitted
+                if kind == "collective-permute"
+                for src, dst in groups
+            )
+            # Every pair stays inside one group along the permute's axes.
+            groups = [set(g) for g in _groups_along(meta["mesh"], along)]
+            assert pairs and all(any(set(p) <= g for g in groups) for p in pairs)
+            continue
+        want = sorted(map(sorted, _groups_along(meta["mesh"], coll["axes"])))
+        assert (coll["kind"], want) in emitted, (coll, emitted)
+
+
+def test_step_annotation_in_all_but_one(fixtures_dir: Path) -> None:
+    annotated = {n: _meta(fixtures_dir, n)["trace"]["step_trace_annotation"] for n in PROGRAMS}
+    assert sorted(n for n, used in annotated.items() if not used) == ["collectives"]
+
+
+def test_mlp_worse_differs_only_by_the_forced_all_gather(fixtures_dir: Path) -> None:
+    good, worse = _meta(fixtures_dir, "mlp"), _meta(fixtures_dir, "mlp_worse")
+    assert [i["shape"] for i in good["inputs"]] == [i["shape"] for i in worse["inputs"]]
+    assert good["trace"]["steps"] == worse["trace"]["steps"]
+    kinds = [c["opcode"] for c in good["hlo_collectives"]]
+    assert "all-gather" not in kinds
+    assert "all-gather" in [c["opcode"] for c in worse["hlo_collectives"]]
+
+
+def test_committed_fixture_sizes_stay_small(fixtures_dir: Path) -> None:
+    files = [p for name in PROGRAMS for p in (fixtures_dir / name).rglob("*") if p.is_file()]
+    big = [(str(p), p.stat().st_size) for p in files if p.stat().st_size > MAX_FILE_BYTES]
+    assert not big
+    assert sum(p.stat().st_size for p in files) < MAX_TOTAL_BYTES
