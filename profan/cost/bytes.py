@@ -1,0 +1,126 @@
+"""Layout-aware sizes of HLO arrays: tiling padding, element size, packing, memory space.
+
+``f32[3,5]{1,0:T(2,2)}`` is stored as ``[4,6]``: each ``T(...)`` tile pads the most-minor
+physical dimensions up to multiples of the tile; a second tile (``T(8,128)(2,1)``) subdivides the
+first and pads within it.  ``E(n)`` overrides the element size; sub-byte elements are packed.
+Only memory space 0 (HBM / device memory) costs HBM bandwidth; ``S(1)`` (TPU VMEM) and other
+spaces do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from profan.hlo.model import Layout, Shape
+
+HBM_MEMORY_SPACE = 0
+# XLA's default pointer size: a tuple's buffer is its index table of pointers.
+TUPLE_POINTER_BYTES = 8
+
+
+def physical_dims(shape: Shape) -> tuple[int, ...]:
+    """Dimension sizes in physical (major-to-minor) order, per the layout's minor_to_major."""
+    dims = tuple(max(size, 0) for size in shape.dims)
+    layout = shape.layout
+    if layout is None or len(layout.minor_to_major) != len(dims):
+        return dims
+    return tuple(dims[index] for index in reversed(layout.minor_to_major))
+
+
+def _tiled_elements(dims: Sequence[int], tiles: Sequence[tuple[int | None, ...]]) -> int:
+    """Elements a (physical) array occupies once every tile level pads it."""
+    if not tiles:
+        count = 1
+        for size in dims:
+            count *= size
+        return count
+    tile = tiles[0]
+    dims = list(dims)
+    if len(tile) > len(dims):  # a tile wider than the rank tiles leading size-1 dims
+        dims = [1] * (len(tile) - len(dims)) + dims
+    untiled = dims[: len(dims) - len(tile)]
+    tiled = dims[len(dims) - len(tile) :]
+    count = 1
+    for size in untiled:
+        count *= size
+    tile_dims: list[int] = []
+    for size, edge in zip(tiled, tile, strict=True):
+        if edge is None or edge <= 0:  # `*` combines dims: no padding of its own
+            count *= size
+            tile_dims.append(1)
+        else:
+            count *= -(-size // edge)  # number of tiles along this dim (ceil)
+            tile_dims.append(edge)
+    return count * _tiled_elements(tile_dims, tiles[1:])
+
+
+def padded_elements(shape: Shape) -> int:
+    """Elements an array occupies in memory, tiling padding included."""
+    if not shape.is_array:
+        return 0
+    layout = shape.layout
+    if layout is None or not layout.tiles:
+        return shape.num_elements
+    if shape.num_elements == 0:
+        return 0
+    return _tiled_elements(physical_dims(shape), layout.tiles)
+
+
+def padded_dims(shape: Shape) -> tuple[int, ...]:
+    """Physical dims padded by the first tile level (display: ``[3,5]`` -> ``[4,6]``)."""
+    dims = list(physical_dims(shape))
+    layout = shape.layout
+    if layout is None or not layout.tiles:
+        return tuple(dims)
+    tile = layout.tiles[0]
+    offset = len(dims) - len(tile)
+    for position, edge in enumerate(tile):
+        index = offset + position
+        if index < 0 or edge is None or edge <= 0:
+            continue
+        dims[index] = -(-dims[index] // edge) * edge
+    return tuple(dims)
+
+
+def array_bytes(shape: Shape) -> int:
+    """Bytes of one array as stored: padded elements x element bits, sub-byte types packed."""
+    if not shape.is_array:
+        return 0
+    bits = padded_elements(shape) * shape.element_bits
+    return -(-bits // 8)
+
+
+def logical_bytes(shape: Shape) -> int:
+    """Bytes of the array's elements without any padding (what the math needs)."""
+    if not shape.is_array:
+        return 0
+    return -(-shape.num_elements * shape.element_bits // 8)
+
+
+def memory_space(shape: Shape) -> int:
+    layout: Layout | None = shape.layout
+    return layout.memory_space if layout is not None else HBM_MEMORY_SPACE
+
+
+def in_hbm(shape: Shape) -> bool:
+    return memory_space(shape) == HBM_MEMORY_SPACE
+
+
+def hbm_bytes(shape: Shape | None) -> int:
+    """Bytes of every HBM-resident array leaf of a shape (tuples: their leaves, no index table)."""
+    if shape is None:
+        return 0
+    return sum(array_bytes(leaf) for leaf in shape.leaves() if leaf.is_array and in_hbm(leaf))
+
+
+def xla_shape_size(shape: Shape | None) -> int:
+    """XLA's default ``ShapeSize`` as its cost analysis uses it: an array's bytes, and for a
+    tuple only its pointer table (8 bytes per element) — not its leaves.  Non-HBM arrays cost 0.
+    """
+    if shape is None:
+        return 0
+    if shape.is_tuple:
+        return TUPLE_POINTER_BYTES * len(shape.tuple_shapes)
+    if not shape.is_array or not in_hbm(shape):
+        return 0
+    return array_bytes(shape)

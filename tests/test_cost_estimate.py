@@ -1,0 +1,196 @@
+"""Per-instruction costs: dots, convolutions, elementwise, reductions, fusions, custom calls."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profan.chips import catalogue
+from profan.cost import axis_decomposition, estimate
+from profan.cost.collectives import KINDS, collective_time, latency_floor_s
+from profan.hlo.model import Instruction, Layout, Operand, Shape
+from profan.hlo.parser import parse_instruction, parse_module
+
+
+def _shape(dims: list[int], dtype: str = "f32") -> Shape:
+    return Shape(dtype, tuple(dims), layout=Layout(tuple(range(len(dims) - 1, -1, -1))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(st.integers(1, 6), max_size=2),
+    lhs_free=st.lists(st.integers(1, 9), max_size=2),
+    rhs_free=st.lists(st.integers(1, 9), max_size=2),
+    contracting=st.lists(st.integers(1, 9), min_size=1, max_size=2),
+    data=st.data(),
+)
+def test_dot_flops_equal_the_einsum_formula(batch, lhs_free, rhs_free, contracting, data) -> None:
+    # lhs dims: batch, then contracting and free dims in a random order; same for rhs
+    lhs_roles = [("c", i) for i in range(len(contracting))] + [
+        ("f", i) for i in range(len(lhs_free))
+    ]
+    rhs_roles = [("c", i) for i in range(len(contracting))] + [
+        ("f", i) for i in range(len(rhs_free))
+    ]
+    lhs_roles = [("b", i) for i in range(len(batch))] + data.draw(st.permutations(lhs_roles))
+    rhs_roles = [("b", i) for i in range(len(batch))] + data.draw(st.permutations(rhs_roles))
+    sizes = {"b": batch, "c": contracting}
+    lhs_dims = [({**sizes, "f": lhs_free})[r][i] for r, i in lhs_roles]
+    rhs_dims = [({**sizes, "f": rhs_free})[r][i] for r, i in rhs_roles]
+
+    def where(roles, role):
+        return [roles.index((role, i)) for i in range(len(sizes[role]))]
+
+    out_dims = batch + lhs_free + rhs_free
+    dot = Instruction(
+        name="dot",
+        opcode="dot",
+        shape=_shape(out_dims),
+        operands=[Operand("a", _shape(lhs_dims)), Operand("b", _shape(rhs_dims))],
+        attributes={
+            "lhs_batch_dims": "{" + ",".join(map(str, where(lhs_roles, "b"))) + "}",
+            "rhs_batch_dims": "{" + ",".join(map(str, where(rhs_roles, "b"))) + "}",
+            "lhs_contracting_dims": "{" + ",".join(map(str, where(lhs_roles, "c"))) + "}",
+            "rhs_contracting_dims": "{" + ",".join(map(str, where(rhs_roles, "c"))) + "}",
+        },
+    )
+    expected = 2 * math.prod(batch) * math.prod(lhs_free) * math.prod(rhs_free)
+    expected *= math.prod(contracting)
+    assert estimate(dot).flops == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    full_bytes=st.integers(1, 10**10),
+    group=st.integers(2, 256),
+    chip_name=st.sampled_from(sorted(catalogue())),
+    crosses=st.booleans(),
+)
+def test_collective_time_never_below_latency_floor(kind, full_bytes, group, chip_name, crosses):
+    chip = catalogue()[chip_name]
+    timing = collective_time(kind, full_bytes, group, chip, crosses_hosts=crosses)
+    assert timing.t_s >= timing.t_latency_s >= chip.ici_hop_latency_s
+    assert timing.t_s >= latency_floor_s(kind, group, chip) or crosses
+
+
+def test_convolution_counts_only_valid_taps() -> None:
+    # 3x3 conv, pad 1: border outputs see fewer taps.  Per axis of 4: taps 3+4+... valid = 10
+    conv = parse_instruction(
+        "%c = f32[1,4,4,8]{3,2,1,0} convolution(f32[1,4,4,2]{3,2,1,0} %x, "
+        "f32[3,3,2,8]{3,2,1,0} %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"
+    )
+    valid_per_axis = 3 * 4 - 2  # 4 outputs x 3 taps minus the two that fall on padding
+    assert estimate(conv).flops == 2 * 2 * 8 * 1 * valid_per_axis**2
+
+
+def test_grouped_convolution_divides_input_features() -> None:
+    conv = parse_instruction(
+        "%c = f32[2,8,16]{2,1,0} convolution(f32[2,8,16]{2,1,0} %x, f32[1,4,16]{2,1,0} %k), "
+        "window={size=1}, dim_labels=b0f_0io->b0f, feature_group_count=4"
+    )
+    assert estimate(conv).flops == 2 * (16 // 4) * 16 * 2 * 8
+
+
+def test_elementwise_and_transcendentals_are_separate() -> None:
+    exp = parse_instruction("%e = f32[10,10]{1,0} exponential(f32[10,10]{1,0} %x)")
+    add = parse_instruction("%a = f32[10,10]{1,0} add(f32[10,10]{1,0} %x, f32[10,10]{1,0} %y)")
+    assert (estimate(exp).flops, estimate(exp).transcendentals) == (0, 100)
+    assert (estimate(add).flops, estimate(add).transcendentals) == (100, 0)
+    assert estimate(add).hbm_bytes == 3 * 400
+
+
+SYNTHETIC_MODULE = """HloModule synthetic_fusions, num_partitions=8
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%fused_slice (p0: f32[100,64], p1: f32[64]) -> f32[64] {
+  %p0 = f32[100,64]{1,0} parameter(0)
+  %p1 = f32[64]{0} parameter(1)
+  %sl = f32[1,64]{1,0} slice(%p0), slice={[3:4], [0:64]}
+  %bc = f32[64]{0} bitcast(%sl)
+  %m = f32[64]{0} multiply(%bc, %p1)
+  ROOT %t = f32[64]{0} tanh(%m)
+}
+
+%all-reduce-scatter.1 (x: bf16[1024]) -> bf16[128] {
+  %x = bf16[1024]{0} parameter(0)
+  ROOT %rs = bf16[128]{0} reduce-scatter(%x), replica_groups=[1,8]<=[8], dimensions={0},
+    to_apply=%add
+}
+
+ENTRY %main (x: f32[100,64], y: f32[64], z: bf16[1024]) -> (f32[64], f32[], bf16[128]) {
+  %x = f32[100,64]{1,0} parameter(0)
+  %y = f32[64]{0} parameter(1)
+  %z = bf16[1024]{0} parameter(2)
+  %f = f32[64]{0} fusion(%x, %y), kind=kLoop, calls=%fused_slice
+  %zero = f32[] constant(0)
+  %r = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add
+  %frs = bf16[128]{0} fusion(%z), kind=kCustom, calls=%all-reduce-scatter.1
+  %cc = f32[64]{0} custom-call(%y), custom_call_target="my_mystery_kernel"
+  ROOT %out = (f32[64]{0}, f32[], bf16[128]{0}) tuple(%f, %r, %frs)
+}
+"""
+
+
+def test_fusion_flops_sum_the_body_and_bytes_stop_at_the_boundary() -> None:
+    module = parse_module(SYNTHETIC_MODULE)
+    fusion = module.entry.get("f")
+    cost = estimate(fusion, module)
+    assert (cost.flops, cost.transcendentals) == (64, 64)  # multiply; tanh
+    # reads only the sliced row of p0 (XLA's rule), all of p1; writes the output
+    assert cost.hbm_bytes_read == 64 * 4 + 64 * 4
+    assert cost.hbm_bytes_written == 64 * 4
+
+
+def test_reduce_counts_reducer_applications() -> None:
+    module = parse_module(SYNTHETIC_MODULE)
+    assert estimate(module.entry.get("r"), module).flops == 100 * 64 - 1
+
+
+def test_fused_collective_is_recognised() -> None:
+    module = parse_module(SYNTHETIC_MODULE)
+    cost = estimate(module.entry.get("frs"), module)
+    assert cost.collective is not None and cost.collective.kind == "reduce-scatter"
+    assert cost.collective.group_size == 8 and cost.collective.full_bytes == 2048
+    assert cost.ici_bytes == pytest.approx(2048 * 7 / 8)
+
+
+def test_unknown_custom_call_is_flagged_not_guessed() -> None:
+    module = parse_module(SYNTHETIC_MODULE)
+    cost = estimate(module.entry.get("cc"), module)
+    assert cost.flops is None and cost.unknown
+    assert cost.hbm_bytes == 2 * 64 * 4
+
+
+def test_pasted_fusion_line_has_unknown_flops() -> None:
+    line = parse_instruction("%f = f32[8]{0} fusion(f32[8]{0} %x), kind=kLoop, calls=%body")
+    cost = estimate(line)
+    assert cost.flops is None and cost.hbm_bytes == 64
+
+
+def test_cublas_gemm_custom_call_is_a_matmul() -> None:
+    gemm = parse_instruction(
+        "%g = (bf16[128,256]{1,0}, s8[4194304]{0}) custom-call(bf16[128,64]{1,0} %a, "
+        'bf16[64,256]{1,0} %b), custom_call_target="__cublas$gemm", backend_config='
+        '{"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],'
+        '"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}'
+    )
+    cost = estimate(gemm)
+    assert cost.flops == 2 * 128 * 256 * 64 and not cost.unknown
+
+
+@pytest.mark.parametrize(
+    ("group", "axes"),
+    [([0, 16, 32, 48, 64, 80, 96, 112], (8,)), ([0, 1, 4, 5], (2, 2)), ([0, 1, 2, 3], (4,)),
+     ([0, 3, 7], (3,))],
+)  # fmt: skip
+def test_axis_decomposition(group: list[int], axes: tuple[int, ...]) -> None:
+    assert axis_decomposition(group) == axes
