@@ -1,0 +1,1 @@
+"""What users read: the report model, suspicious-op rules, renderers, budgets, diffs, annotations."""

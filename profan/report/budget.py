@@ -1,0 +1,411 @@
+"""``profan check``: budgets from ``profan.toml`` and regressions against a baseline report.
+
+``profan.toml``::
+
+    [budget]                      # absolute limits on this profile
+    step_time_s = 0.050           # median step time at most
+    mfu_min = 0.20
+    exposed_comm_s = 0.002        # exposed communication per step, per device, at most
+    exposed_comm_share = 0.10     # ... as a share of the busy span
+    max_suspicious = 10           # findings of the rules at most
+
+    [[budget.ops]]                # per-op or per-scope limits; match = glob on key/name/scope
+    match = "*dot_general*"
+    max_time_s = 0.010            # total time of the matching ops, per device
+    min_efficiency = 0.25         # each matching op
+
+    [baseline]                    # tolerances when --baseline is given
+    step_time_tolerance = 0.10    # median step time may grow 10%
+    op_time_tolerance = 0.50      # a matched op may grow 50% ...
+    op_min_time_share = 0.02      # ... when it takes at least 2% of the op time
+    mfu_tolerance = 0.10          # MFU may drop 10% (relative)
+    new_collectives = true        # fail on collectives the baseline did not have
+    no_new_suspicious = true      # fail on findings the baseline did not have
+
+    [rules]                       # thresholds of the suspicious-op rules (RuleConfig)
+    efficiency_below = 0.05
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from profan.errors import ConfigError
+from profan.report.config import RuleConfig
+from profan.report.format import percent, seconds
+from profan.report.model import OpEntry, Report
+
+
+@dataclass(frozen=True, slots=True)
+class OpBudget:
+    match: str
+    max_time_s: float | None = None
+    min_efficiency: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    step_time_s: float | None = None
+    mfu_min: float | None = None
+    exposed_comm_s: float | None = None
+    exposed_comm_share: float | None = None
+    max_suspicious: int | None = None
+    ops: tuple[OpBudget, ...] = ()
+    step_time_tolerance: float = 0.10
+    op_time_tolerance: float = 0.50
+    op_min_time_share: float = 0.02
+    mfu_tolerance: float = 0.10
+    new_collectives: bool = True
+    no_new_suspicious: bool = True
+    rules: RuleConfig = field(default_factory=RuleConfig)
+
+
+_BUDGET_KEYS = {"step_time_s", "mfu_min", "exposed_comm_s", "exposed_comm_share", "max_suspicious"}
+_BASELINE_KEYS = {
+    "step_time_tolerance",
+    "op_time_tolerance",
+    "op_min_time_share",
+    "mfu_tolerance",
+    "new_collectives",
+    "no_new_suspicious",
+}
+
+
+def _read_toml(path: str | Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: budget file not found") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: not a valid TOML file: {error}") from None
+
+
+def _number(where: str, key: str, value: Any, *, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: {key} must be a number, got {value!r}")
+    if integer and not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"{where}: {key} must be >= 0, got {value!r}")
+    return value
+
+
+def load_budget(path: str | Path) -> Budget:
+    data = _read_toml(path)
+    unknown = set(data) - {"budget", "baseline", "rules", "tool"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown table(s) {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    budget = data.get("budget", {})
+    for key, value in budget.items():
+        where = f"{path} [budget]"
+        if key == "ops":
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}: ops must be an array of tables ([[budget.ops]])")
+            ops = []
+            for item in value:
+                if not isinstance(item, dict) or not isinstance(item.get("match"), str):
+                    raise ConfigError(f'{where}: every [[budget.ops]] needs match = "glob"')
+                extra = set(item) - {"match", "max_time_s", "min_efficiency"}
+                if extra:
+                    raise ConfigError(f"{where}: unknown op budget key(s) {', '.join(extra)}")
+                ops.append(
+                    OpBudget(
+                        item["match"],
+                        _number(where, "max_time_s", item["max_time_s"])
+                        if "max_time_s" in item
+                        else None,
+                        _number(where, "min_efficiency", item["min_efficiency"])
+                        if "min_efficiency" in item
+                        else None,
+                    )
+                )
+            values["ops"] = tuple(ops)
+        elif key in _BUDGET_KEYS:
+            values[key] = _number(where, key, value, integer=key == "max_suspicious")
+        else:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}; known: {', '.join(sorted(_BUDGET_KEYS | {'ops'}))}"
+            )
+    for key, value in data.get("baseline", {}).items():
+        where = f"{path} [baseline]"
+        if key not in _BASELINE_KEYS:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}; known: {', '.join(sorted(_BASELINE_KEYS))}"
+            )
+        if key in ("new_collectives", "no_new_suspicious"):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be true or false")
+            values[key] = value
+        else:
+            values[key] = _number(where, key, value)
+    values["rules"] = RuleConfig.from_mapping(data.get("rules", {}), where=f"{path} [rules]")
+    return Budget(**values)
+
+
+def load_rule_config(path: str | Path | None) -> RuleConfig:
+    if path is None:
+        return RuleConfig()
+    data = _read_toml(path)
+    return RuleConfig.from_mapping(data.get("rules", {}), where=f"{path} [rules]")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CheckResult:
+    name: str
+    passed: bool
+    message: str
+    source: str | None = None  # file:line of the op concerned, for annotations
+
+
+def _per_step(report: Report, value: float) -> float:
+    steps = report.summary.get("step_count") or 0
+    return value / steps if steps else value
+
+
+def _matches(op: OpEntry, pattern: str) -> bool:
+    return any(
+        fnmatch.fnmatchcase(text, pattern) for text in (op.key, op.name, op.scope or "", op.opcode)
+    )
+
+
+def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    s = report.summary
+    devices = max(int(s.get("device_count") or 1), 1)
+    median = s.get("step_time_median_s")
+    if budget.step_time_s is not None:
+        ok = median is not None and median <= budget.step_time_s
+        results.append(
+            CheckResult(
+                "step_time",
+                ok,
+                f"median step time {seconds(median)} (budget {seconds(budget.step_time_s)})",
+            )
+        )
+    mfu = s.get("mfu")
+    if budget.mfu_min is not None:
+        ok = mfu is not None and mfu >= budget.mfu_min
+        results.append(
+            CheckResult(
+                "mfu", ok, f"MFU {percent(mfu)} (budget at least {percent(budget.mfu_min)})"
+            )
+        )
+    if budget.exposed_comm_s is not None:
+        exposed = s.get("exposed_comm_per_step_s")
+        if exposed is None:
+            exposed = s.get("exposed_comm_s", 0.0)
+        results.append(
+            CheckResult(
+                "exposed_comm",
+                exposed <= budget.exposed_comm_s,
+                f"exposed communication {seconds(exposed)} per step "
+                f"(budget {seconds(budget.exposed_comm_s)})",
+            )
+        )
+    if budget.exposed_comm_share is not None:
+        share = s.get("exposed_comm_share", 0.0) or 0.0
+        results.append(
+            CheckResult(
+                "exposed_comm_share",
+                share <= budget.exposed_comm_share,
+                f"exposed communication {percent(share)} of the busy span "
+                f"(budget {percent(budget.exposed_comm_share)})",
+            )
+        )
+    if budget.max_suspicious is not None:
+        count = len(report.findings)
+        results.append(
+            CheckResult(
+                "suspicious",
+                count <= budget.max_suspicious,
+                f"{count} suspicious findings (budget {int(budget.max_suspicious)})",
+            )
+        )
+    for op_budget in budget.ops:
+        chosen = [op for op in report.ops if _matches(op, op_budget.match)]
+        name = f"ops[{op_budget.match}]"
+        if not chosen:
+            results.append(CheckResult(name, False, f"no op matches {op_budget.match!r}"))
+            continue
+        if op_budget.max_time_s is not None:
+            total = sum(op.measured_s for op in chosen) / devices
+            results.append(
+                CheckResult(
+                    f"{name}.time",
+                    total <= op_budget.max_time_s,
+                    f"{len(chosen)} op(s) matching {op_budget.match!r} take {seconds(total)} per "
+                    f"device (budget {seconds(op_budget.max_time_s)})",
+                    chosen[0].source,
+                )
+            )
+        if op_budget.min_efficiency is not None:
+            for op in chosen:
+                if op.efficiency is None:
+                    continue
+                results.append(
+                    CheckResult(
+                        f"{name}.efficiency:{op.name}",
+                        op.efficiency >= op_budget.min_efficiency,
+                        f"{op.name} at {percent(op.efficiency)} of its roofline "
+                        f"(budget at least {percent(op_budget.min_efficiency)})",
+                        op.source,
+                    )
+                )
+    if baseline is not None:
+        results.extend(compare(report, baseline, budget))
+    return results
+
+
+def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResult]:
+    """Regressions against a baseline report, ops matched by stable key."""
+    results: list[CheckResult] = []
+    new_median = report.summary.get("step_time_median_s")
+    old_median = baseline.summary.get("step_time_median_s")
+    if new_median is not None and old_median:
+        limit = old_median * (1 + budget.step_time_tolerance)
+        results.append(
+            CheckResult(
+                "baseline.step_time",
+                new_median <= limit,
+                f"median step time {seconds(new_median)} vs baseline {seconds(old_median)} "
+                f"({new_median / old_median - 1:+.1%}, tolerance +{budget.step_time_tolerance:.0%})",
+            )
+        )
+    new_mfu, old_mfu = report.summary.get("mfu"), baseline.summary.get("mfu")
+    if new_mfu is not None and old_mfu:
+        results.append(
+            CheckResult(
+                "baseline.mfu",
+                new_mfu >= old_mfu * (1 - budget.mfu_tolerance),
+                f"MFU {percent(new_mfu)} vs baseline {percent(old_mfu)} "
+                f"(tolerance -{budget.mfu_tolerance:.0%})",
+            )
+        )
+    old_ops = {op.key: op for op in baseline.ops}
+    total = sum(op.measured_s for op in report.ops) or 1.0
+    regressed = []
+    for op in report.ops:
+        before = old_ops.get(op.key)
+        if before is None or op.measured_s < budget.op_min_time_share * total:
+            continue
+        if before.measured_s > 0 and op.measured_s > before.measured_s * (
+            1 + budget.op_time_tolerance
+        ):
+            regressed.append(
+                CheckResult(
+                    f"baseline.op:{op.key}",
+                    False,
+                    f"{op.name} took {seconds(op.measured_s)} vs {seconds(before.measured_s)} in "
+                    f"the baseline ({op.measured_s / before.measured_s - 1:+.0%})",
+                    op.source,
+                )
+            )
+    results.extend(regressed)
+    if not regressed:
+        results.append(
+            CheckResult(
+                "baseline.ops",
+                True,
+                f"no op above {budget.op_min_time_share:.0%} of the time grew more than "
+                f"{budget.op_time_tolerance:.0%}",
+            )
+        )
+    if budget.new_collectives:
+        new = [op for op in report.ops if op.category == "collective" and op.key not in old_ops]
+        for op in new:
+            results.append(
+                CheckResult(
+                    f"baseline.new_collective:{op.key}",
+                    False,
+                    f"new collective {op.name} ({op.opcode}, {seconds(op.measured_s)}) not in the "
+                    "baseline",
+                    op.source,
+                )
+            )
+        if not new:
+            results.append(CheckResult("baseline.new_collectives", True, "no new collectives"))
+    if budget.no_new_suspicious:
+        before = {(f.rule, f.op) for f in baseline.findings}
+        fresh = [f for f in report.findings if (f.rule, f.op) not in before]
+        for f in fresh:
+            results.append(
+                CheckResult(
+                    f"baseline.new_suspicious:{f.rule}:{f.op or ''}",
+                    False,
+                    f"new suspicious op: {f.rule}: {f.name or ''} {f.message}".replace("  ", " "),
+                    f.source,
+                )
+            )
+        if not fresh:
+            results.append(
+                CheckResult(
+                    "baseline.new_suspicious", True, "no suspicious ops beyond the baseline"
+                )
+            )
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# output
+
+
+def summary_text(results: list[CheckResult]) -> str:
+    failed = [r for r in results if not r.passed]
+    lines = [f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.message}" for r in results]
+    lines.append(
+        f"profan check: {len(results) - len(failed)} passed, {len(failed)} failed"
+        if results
+        else "profan check: no budgets to check"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(results: list[CheckResult], *, suite: str = "profan check") -> str:
+    failed = sum(not r.passed for r in results)
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites><testsuite name={quoteattr(suite)} tests="{len(results)}" '
+        f'failures="{failed}" errors="0">',
+    ]
+    for r in results:
+        parts.append(f'<testcase classname="profan.check" name={quoteattr(r.name)}>')
+        if not r.passed:
+            parts.append(f"<failure message={quoteattr(r.message)}>{escape(r.message)}</failure>")
+        parts.append("</testcase>")
+    parts.append("</testsuite></testsuites>")
+    return "\n".join(parts) + "\n"
+
+
+def _escape_annotation(text: str, *, property_value: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property_value:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def github_annotations(results: list[CheckResult]) -> str:
+    """``::error file=…,line=…::message`` lines for failed checks (at the op's source line)."""
+    lines = []
+    for r in results:
+        if r.passed:
+            continue
+        location = ""
+        if r.source and ":" in r.source:
+            file, _, line = r.source.rpartition(":")
+            if line.isdigit():
+                location = f" file={_escape_annotation(file, property_value=True)},line={line}"
+        title = _escape_annotation(r.name, property_value=True)
+        lines.append(
+            f"::error{location}{',' if location else ' '}title={title}::{_escape_annotation(r.message)}"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,95 @@
+"""Two reports side by side: step time, categories, and the ops whose time changed most."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profan.report.format import percent, seconds
+from profan.report.model import OpEntry, Report
+
+
+@dataclass(slots=True)
+class OpChange:
+    key: str
+    name_a: str | None
+    name_b: str | None
+    time_a_s: float
+    time_b_s: float
+
+    @property
+    def delta_s(self) -> float:
+        return self.time_b_s - self.time_a_s
+
+
+def op_changes(a: Report, b: Report) -> list[OpChange]:
+    """Every op of either report, matched by stable key, largest change first."""
+    ops_a: dict[str, OpEntry] = {op.key: op for op in a.ops}
+    ops_b: dict[str, OpEntry] = {op.key: op for op in b.ops}
+    changes = []
+    for key in dict.fromkeys([*ops_a, *ops_b]):
+        op_a, op_b = ops_a.get(key), ops_b.get(key)
+        changes.append(
+            OpChange(
+                key,
+                op_a.name if op_a else None,
+                op_b.name if op_b else None,
+                op_a.measured_s if op_a else 0.0,
+                op_b.measured_s if op_b else 0.0,
+            )
+        )
+    changes.sort(key=lambda c: -abs(c.delta_s))
+    return changes
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if not a or b is None:
+        return ""
+    return f"{b / a - 1:+.1%}"
+
+
+def render(a: Report, b: Report, *, top: int = 15, label_a: str = "A", label_b: str = "B") -> str:
+    sa, sb = a.summary, b.summary
+    lines = [f"profan diff\n  A: {label_a}\n  B: {label_b}", ""]
+    rows = [
+        ("steps", str(sa.get("step_count")), str(sb.get("step_count")), ""),
+        (
+            "step time (median)",
+            seconds(sa.get("step_time_median_s")),
+            seconds(sb.get("step_time_median_s")),
+            _ratio(sa.get("step_time_median_s"), sb.get("step_time_median_s")),
+        ),
+        ("MFU", percent(sa.get("mfu")), percent(sb.get("mfu")), ""),
+        (
+            "exposed comm",
+            seconds(sa.get("exposed_comm_s")),
+            seconds(sb.get("exposed_comm_s")),
+            _ratio(sa.get("exposed_comm_s"), sb.get("exposed_comm_s")),
+        ),
+        ("suspicious", str(len(a.findings)), str(len(b.findings)), ""),
+    ]
+    categories = dict.fromkeys(
+        [*sa.get("time_by_category_s", {}), *sb.get("time_by_category_s", {})]
+    )
+    for category in categories:
+        ta = sa.get("time_by_category_s", {}).get(category, 0.0)
+        tb = sb.get("time_by_category_s", {}).get(category, 0.0)
+        rows.append((f"  {category}", seconds(ta), seconds(tb), _ratio(ta, tb)))
+    width = max(len(r[0]) for r in rows)
+    lines.append(f"{'':<{width}}  {'A':>12}  {'B':>12}  change")
+    lines += [f"{r[0]:<{width}}  {r[1]:>12}  {r[2]:>12}  {r[3]}" for r in rows]
+    lines += ["", "Ops whose time changed most (matched by scope and kind across recompiles):"]
+    for change in op_changes(a, b)[:top]:
+        if change.name_a is None:
+            what = f"new in B: {change.name_b}"
+        elif change.name_b is None:
+            what = f"gone in B: {change.name_a}"
+        elif change.name_a != change.name_b:
+            what = f"{change.name_a} -> {change.name_b}"
+        else:
+            what = change.name_a
+        lines.append(
+            f"  {seconds(change.time_a_s):>10} -> {seconds(change.time_b_s):>10}  "
+            f"({'+' if change.delta_s >= 0 else '-'}{seconds(abs(change.delta_s))})  {what}"
+            f"  [{change.key}]"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,67 @@
+"""Human formatting of times, counts and byte sizes (shared by every renderer)."""
+
+from __future__ import annotations
+
+import math
+
+
+def seconds(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if magnitude >= 1:
+        return f"{value:.3g} s"
+    if magnitude >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    if magnitude >= 1e-6:
+        return f"{value * 1e6:.3g} µs"
+    return f"{value * 1e9:.3g} ns"
+
+
+def si(value: float | None, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if value == 0:
+        return f"0{unit}"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{prefix}{unit}"
+    return f"{value:.3g}{unit}"
+
+
+def percent(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.1%}"
+
+
+def wrap_name(name: str, width: int) -> list[str]:
+    """Split a long HLO name at its separators (``.``, ``_``, ``-``) to fit ``width``."""
+    if len(name) <= width:
+        return [name]
+    lines: list[str] = []
+    current = ""
+    token = ""
+    for char in name:
+        token += char
+        if char in "._-/":
+            if len(current) + len(token) > width and current:
+                lines.append(current)
+                current = ""
+            current += token
+            token = ""
+    if token:
+        if len(current) + len(token) > width and current:
+            lines.append(current)
+            current = ""
+        current += token
+    lines.append(current)
+    out: list[str] = []
+    for line in lines:  # pieces with no separator at all: hard split
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return out

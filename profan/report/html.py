@@ -1,0 +1,139 @@
+"""The report as one self-contained HTML page (plots embedded as base64 PNG)."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from profan.report.format import percent, seconds, si
+from profan.report.model import Report, peak_flops, peak_hbm_bw
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+table { border-collapse: collapse; font-size: 12px; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; }
+th { background: #2b4a6f; color: #fff; text-align: left; }
+tr:nth-child(even) td { background: #eef2f7; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.name { max-width: 320px; word-break: break-all; font-family: monospace; }
+.bad { color: #b00020; font-weight: bold; } .ok { color: #1b7f3b; } .warn { color: #b36b00; }
+.plots img { max-width: 720px; border: 1px solid #ddd; margin: 4px; }
+.header td:first-child { font-weight: bold; }
+"""
+
+
+def _efficiency_class(value: float | None) -> str:
+    if value is None:
+        return ""
+    return "bad" if value < 0.1 else "warn" if value < 0.5 else "ok"
+
+
+def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
+    s, d, chip = report.summary, report.device, report.chip
+    e = escape
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>profan report: {e(str(report.trace.get('path', '')))}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>profan report: <code>{e(str(report.trace.get('path', '')))}</code></h1>",
+        "<table class='header'>",
+    ]
+    header = [
+        ("device", f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')})"),
+        (
+            "chip",
+            f"{chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, HBM "
+            f"{si(peak_hbm_bw(chip), 'B/s')} (source: {chip.get('source')})",
+        ),
+        ("steps", str(s.get("step_count"))),
+        (
+            "step time",
+            f"median {seconds(s.get('step_time_median_s'))}, min "
+            f"{seconds(s.get('step_time_min_s'))}, max {seconds(s.get('step_time_max_s'))}",
+        ),
+        ("MFU", percent(s.get("mfu"))),
+        (
+            "exposed communication",
+            f"{seconds(s.get('exposed_comm_s'))} ({percent(s.get('exposed_comm_share'))} of the "
+            "busy span)",
+        ),
+        (
+            "idle",
+            f"{seconds(s.get('idle_s'))} inside the busy span, "
+            f"{seconds(s.get('inter_step_gap_total_s'))} between steps",
+        ),
+        (
+            "time by category",
+            ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_category_s", {}).items()),
+        ),
+        (
+            "time by bound",
+            ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_bound_s", {}).items() if v),
+        ),
+    ]
+    parts += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in header]
+    parts.append("</table>")
+
+    parts.append("<h2>Plots</h2><div class='plots'>")
+    for name, data in pngs.items():
+        encoded = base64.b64encode(data).decode("ascii")
+        parts.append(
+            f"<img id='plot-{e(name)}' alt='{e(name)}' src='data:image/png;base64,{encoded}'>"
+        )
+    parts.append("</div>")
+
+    parts.append(f"<h2>Top {min(top, len(report.ops))} ops of {len(report.ops)} by total time</h2>")
+    parts.append("<table id='ops'><tr>")
+    columns = [
+        "op",
+        "category",
+        "n",
+        "measured",
+        "ideal",
+        "bound",
+        "efficiency",
+        "FLOPs",
+        "bytes",
+        "sharding",
+        "source",
+        "flags",
+    ]
+    parts += [f"<th>{c}</th>" for c in columns]
+    parts.append("</tr>")
+    for op in report.ops[:top]:
+        sharding = ""
+        if op.collective:
+            sharding = f"{op.collective.get('kind')}×{op.collective.get('group_size')}"
+        if op.global_shapes:
+            sharding += " global " + ", ".join(op.global_shapes)
+        parts.append(
+            "<tr>"
+            f"<td class='name'>{e(op.name)}</td><td>{e(op.category)}</td>"
+            f"<td class='num'>{op.occurrences}</td><td class='num'>{seconds(op.measured_s)}</td>"
+            f"<td class='num'>{seconds(op.roofline_s)}</td><td>{e(op.bound_by)}</td>"
+            f"<td class='num {_efficiency_class(op.efficiency)}'>{percent(op.efficiency)}</td>"
+            f"<td class='num'>{si(op.flops)}</td>"
+            f"<td class='num'>{si(op.hbm_bytes + op.ici_bytes, 'B')}</td>"
+            f"<td>{e(sharding)}</td><td>{e(op.source or '')}</td>"
+            f"<td class='bad'>{e(', '.join(op.flags))}</td></tr>"
+        )
+    parts.append("</table>")
+
+    parts.append(f"<h2>Suspicious ops ({len(report.findings)})</h2><ul>")
+    for f in report.findings:
+        where = f"<code>{e(f.name)}</code> " if f.name else ""
+        source = f" ({e(f.source)})" if f.source else ""
+        parts.append(
+            f"<li><b class='bad'>{e(f.rule)}</b>: {where}{e(f.message)}{source}. "
+            f"<i>Look at:</i> {e(f.look_at)}</li>"
+        )
+    if not report.findings:
+        parts.append("<li class='ok'>None of the rules fired.</li>")
+    parts.append("</ul><h2>Unmatched</h2><ul>")
+    for u in report.unmatched:
+        parts.append(f"<li>{u['count']} events: {e(u['reason'])}</li>")
+    if not report.unmatched:
+        parts.append("<li>Every op event was joined to its HLO instruction.</li>")
+    parts.append("</ul></body></html>")
+    return "\n".join(parts)

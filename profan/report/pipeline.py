@@ -1,0 +1,101 @@
+"""From a trace path to a ``Report``: load, score, describe sharding, run the rules."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from profan.errors import ConfigError, ProfanError, TraceError
+from profan.report.config import RuleConfig
+from profan.report.model import Analysis, Report, build_report
+
+
+class Progress:
+    """One line per phase on stderr, only when it is a terminal (or forced)."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.started = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            elapsed = time.perf_counter() - self.started
+            print(f"profan: [{elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def _get_chip(name: str | None) -> Any:
+    if name is None:
+        return None
+    from profan import chips
+
+    try:
+        return chips.get_chip(name)
+    except KeyError:
+        raise ConfigError(f"unknown chip {name!r} (see `profan chips`)") from None
+
+
+def _shardings(profile: Any) -> dict[str, Any]:
+    try:
+        from profan import sharding
+    except ImportError:
+        return {}
+    out: dict[str, Any] = {}
+    for key, module in profile.modules.items():
+        try:
+            out[key] = sharding.describe(module)
+        except ProfanError:
+            continue  # sharding we cannot read is shown as missing, not fatal to the report
+    return out
+
+
+def analyse(
+    path: str | Path,
+    *,
+    chip: str | None = None,
+    hlo: str | None = None,
+    run: str | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    import profan
+    from profan import roofline
+
+    progress = progress or Progress(False)
+    if not Path(path).exists():
+        raise TraceError(str(path), "no such file or directory")
+    progress(f"loading {path}")
+    profile = profan.load(str(path), hlo=hlo, run=run)
+    progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules; scoring")
+    score = roofline.score(profile, _get_chip(chip))
+    progress("describing sharding")
+    shardings = _shardings(profile)
+    return Analysis(profile, score, shardings)
+
+
+def report_for(
+    path: str | Path,
+    *,
+    chip: str | None = None,
+    hlo: str | None = None,
+    run: str | None = None,
+    config: RuleConfig | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """The report of a trace, or of a JSON report file (read back as it was written)."""
+    progress = progress or Progress(False)
+    if str(path).endswith(".json") and Path(path).is_file():
+        return read_json_report(path)
+    analysis = analyse(path, chip=chip, hlo=hlo, run=run, progress=progress)
+    progress("building the report")
+    return build_report(analysis, config)
+
+
+def read_json_report(path: str | Path) -> Report:
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read JSON report: {error}") from None
+    return Report.from_dict(data, where=str(path))
