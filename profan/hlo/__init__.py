@@ -1,4 +1,8 @@
-"""HLO text: the typed model (``profan.hlo.model``) and the parser that builds it."""
+"""HLO text: the typed model (``profan.hlo.model``) and the parser that builds it.
+
+``parse_module(text)`` reads a whole module, ``parse_file(path)`` reads a file (cached under the
+user's cache directory), ``parse_instruction(line)`` reads one instruction line as XProf shows it.
+"""
 
 from profan.hlo.model import (
     Computation,
@@ -10,6 +14,15 @@ from profan.hlo.model import (
     Shape,
     SourceLocation,
 )
+from profan.hlo.parser import parse_instruction, parse_module
+
+
+def parse_file(path: str) -> Module:
+    """Parse an HLO text file; a repeated parse of an unchanged file comes from the cache."""
+    from profan.cache import cached_parse_file
+
+    return cached_parse_file(path)
+
 
 __all__ = [
     "Computation",
@@ -20,4 +33,7 @@ __all__ = [
     "Operand",
     "Shape",
     "SourceLocation",
+    "parse_file",
+    "parse_instruction",
+    "parse_module",
 ]

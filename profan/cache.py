@@ -1,0 +1,78 @@
+"""Cache of parsed HLO modules, so a repeated parse of an unchanged file is near-instant.
+
+Entries live under ``profan.paths.cache_dir("hlo")`` (never beside the input), keyed by the
+text's content hash, profan's version and the grammar's hash; each holds a pickled ``Module``.
+A damaged or unreadable entry is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from profan import __version__
+from profan.errors import HloSyntaxError
+from profan.hlo.model import Module
+
+_PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+def cache_key(data: bytes) -> str:
+    """Content hash + profan version + grammar hash: any change gives a new key."""
+    from profan.hlo.parser import grammar_hash
+
+    digest = hashlib.sha256(data).hexdigest()[:32]
+    return f"{digest}-{__version__}-{grammar_hash()}"
+
+
+def _read_text(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise HloSyntaxError(
+            f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})",
+            file=str(path),
+            line=line,
+        ) from None
+
+
+def cached_parse_file(path: str | os.PathLike[str], *, use_cache: bool = True) -> Module:
+    """Parse ``path``; reuse the pickled model when the same text was parsed before."""
+    from profan.hlo.parser import parse_module
+    from profan.paths import cache_dir
+
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise HloSyntaxError(f"cannot read the file: {error.strerror}", file=str(file)) from None
+    entry = None
+    if use_cache:
+        entry = cache_dir("hlo") / f"{cache_key(data)}.pickle"
+        try:
+            with entry.open("rb") as handle:
+                module = pickle.load(handle)
+            if isinstance(module, Module):
+                return module
+        except FileNotFoundError:
+            pass
+        except Exception:  # noqa: BLE001 - a damaged cache entry is only a cache miss
+            pass
+    module = parse_module(_read_text(file, data), file=str(file))
+    if entry is not None:
+        _write_atomically(entry, module)
+    return module
+
+
+def _write_atomically(entry: Path, module: Module) -> None:
+    try:
+        handle, temporary = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(handle, "wb") as stream:
+            pickle.dump(module, stream, protocol=_PICKLE_PROTOCOL)
+        os.replace(temporary, entry)
+    except OSError:
+        pass  # a read-only cache only costs speed

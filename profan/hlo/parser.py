@@ -1,0 +1,540 @@
+"""HLO text -> ``profan.hlo.model`` objects.
+
+The syntax is in ``grammars/hlo.lark`` (LALR).  The model is built *during* the parse (Lark calls
+``_ModelBuilder``'s methods as it reduces each rule), so no parse tree is ever materialised.
+Shape tokens are decoded once per distinct text (``profan.hlo.shapes``); attribute values stay
+raw text and are decoded on demand by the views on ``Instruction``.
+
+Every failure becomes ``profan.errors.HloSyntaxError`` with file, line, column, the offending
+line and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from typing import Any
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from profan.errors import HloSyntaxError
+from profan.hlo.model import (
+    Computation,
+    FileLocation,
+    Instruction,
+    Module,
+    Operand,
+    Shape,
+    StackFrame,
+    StackFrameTables,
+)
+from profan.hlo.shapes import UNKNOWN_SHAPE, decode_shape, infer_missing_shapes
+from profan.hlo.text import unquote
+from profan.paths import grammar_path
+
+_GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
+# Attributes whose value names computations (or, written inline, holds one).
+_COMPUTATION_ATTRIBUTES = frozenset(
+    {
+        "to_apply",
+        "calls",
+        "body",
+        "condition",
+        "branch_computations",
+        "true_computation",
+        "false_computation",
+        "called_computations",
+        "select",
+        "scatter",
+        "comparator",
+    }
+)
+_INT_FIELD = re.compile(r"(\w+)=(-?\d+)")
+
+# Friendlier names for terminals in "expected one of" lists.
+_TERMINAL_NAMES = {
+    "NAME": "a name",
+    "OPCODE": "an opcode",
+    "SHAPE": "a shape",
+    "OPERAND": "an operand",
+    "ATTR": "an attribute (name=value)",
+    "LITERAL": "a literal",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "COLON": "':'",
+    "__ANON_0": "'->'",
+    "INT": "an integer",
+    "STRING": "a string",
+    "BRACED": "'{...}'",
+    "ROOT": "ROOT",
+    "ENTRY": "ENTRY",
+    "HLOMODULE": "HloModule",
+    "CONSTANT": "constant",
+    "$END": "end of input",
+}
+
+
+def grammar_hash() -> str:
+    """Hash of the grammar files: part of the parse-cache key."""
+    digest = hashlib.sha256()
+    for name in _GRAMMAR_FILES:
+        digest.update(grammar_path(name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _Signature:
+    """Marker for a computation's ``(params) -> shape`` (the model derives it from params)."""
+
+
+_SIGNATURE = _Signature()
+
+
+class _ModelBuilder:
+    """Lark callbacks, one per grammar rule, each given the rule's children."""
+
+    def __init__(self) -> None:
+        self.inline_parser: Lark | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        # Memo tables are per parse so a long-lived process does not grow without bound.
+        self._operands = {}
+        self._shapes = {}
+        self._pending: list[Instruction] = []  # unnamed instructions written as operands
+        self._inline: list[Computation] = []  # computations written inline as attributes
+        self._anonymous = 0
+
+    # -- shapes -------------------------------------------------------------------------------
+    def _shape(self, item: Any) -> Shape:
+        if isinstance(item, Shape):
+            return item
+        shape = self._shapes.get(item)
+        if shape is None:
+            text = str(item)
+            if " " in text or "\t" in text:
+                text = "".join(text.split())
+            try:
+                shape = decode_shape(text)
+            except HloSyntaxError as error:
+                raise _error_at(item, error.reason) from None
+            self._shapes[item] = shape
+        return shape
+
+    def buffer_shape(self, children: list) -> Shape:
+        return Shape("buffer", tuple_shapes=(self._shape(children[1]),))
+
+    def tuple_shape(self, children: list) -> Shape:
+        return Shape("tuple", tuple_shapes=tuple(self._shape(c) for c in children if c is not None))
+
+    # -- instructions -------------------------------------------------------------------------
+    def tuple_operand(self, children: list) -> Operand:
+        return Operand(children[1].lstrip("%"), children[0])
+
+    def _operand(self, token: Token) -> Operand:
+        operand = self._operands.get(token)
+        if operand is None:
+            text = str(token)
+            split = text.rfind(" ")
+            if split < 0:
+                split = max(text.rfind("\t"), text.rfind("\n"))
+            if split < 0:
+                operand = Operand(text.lstrip("%"), None)
+            else:
+                name = text[split + 1 :].lstrip("%")
+                operand = Operand(name, self._shape(text[:split].rstrip()))
+            self._operands[token] = operand
+        return operand
+
+    def instruction(self, children: list) -> Instruction | list[Instruction]:
+        nested, self._pending = self._pending, []
+        index = 0
+        is_root = isinstance(children[0], Token) and children[0].type == "ROOT"
+        if is_root:
+            index = 1
+        name_token = children[index]
+        instruction = self._build(name_token.lstrip("%"), name_token, children[index + 1 :])
+        instruction.is_root = is_root
+        if nested:
+            return [*nested, instruction]
+        return instruction
+
+    def nested_instruction(self, children: list) -> Operand:
+        self._anonymous += 1
+        opcode_token = (
+            children[0]
+            if isinstance(children[0], Token) and children[0].type in ("OPCODE", "CONSTANT")
+            else children[1]
+        )
+        opcode = str(opcode_token)[:-1].rstrip()
+        name = f"{opcode}.anonymous.{self._anonymous}"
+        nested, self._pending = self._pending, []
+        instruction = self._build(name, opcode_token, children)
+        self._pending = [*nested, instruction]
+        return Operand(name, instruction.shape)
+
+    def _build(self, name: str, name_token: Token, children: list) -> Instruction:
+        first = children[0]
+        if isinstance(first, Shape) or first.type == "SHAPE":
+            shape = self._shape(first)
+            children = children[1:]
+        else:
+            shape = UNKNOWN_SHAPE
+        opcode_token = children[0]
+        opcode = opcode_token[:-1].rstrip()  # the token includes its '('
+        operands: list[Operand] = []
+        attributes: dict[str, str] = {}
+        literal = None
+        for child in children[1:]:
+            if isinstance(child, Operand):
+                operands.append(child)
+            elif child.type == "OPERAND":
+                operands.append(self._operand(child))
+            elif child.type == "ATTR":
+                key, value = _split_attr(child)
+                if key in attributes:
+                    raise _error_at(child, f"attribute {key!r} given twice")
+                if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
+                    value = self._inline_computation(f"{name}.{key}", child, value)
+                attributes[key] = value
+            elif child.type == "LITERAL":
+                literal = str(child).strip()
+        parameter_number = None
+        if opcode == "parameter":
+            if len(operands) != 1 or operands[0].shape is not None:
+                raise _error_at(opcode_token, "parameter expects one parameter number")
+            try:
+                parameter_number = int(operands[0].name)
+            except ValueError:
+                raise _error_at(opcode_token, "parameter expects a parameter number") from None
+            operands = []
+        elif opcode == "constant" and literal is None:
+            literal = ""
+        return Instruction(
+            name=name,
+            opcode=opcode,
+            shape=shape,
+            operands=operands,
+            attributes=attributes,
+            literal=literal,
+            parameter_number=parameter_number,
+        )
+
+    def _inline_computation(self, name: str, token: Token, value: str) -> str:
+        """Parse ``{ instructions }`` given as an attribute value; returns ``%name`` for it."""
+        assert self.inline_parser is not None
+        saved = self._pending
+        self._pending = []
+        try:
+            body = self.inline_parser.parse(value[1:-1])
+        except HloSyntaxError:
+            raise
+        except UnexpectedInput as error:
+            line = (token.line or 1) + (error.line or 1) - 1
+            raise HloSyntaxError(
+                f"in the computation written inline: {type(error).__name__}",
+                line=line,
+                column=error.column if error.line != 1 else None,
+            ) from None
+        finally:
+            self._pending = saved
+        computation = self._computation(name, body, is_entry=False, execution_thread=None)
+        self._inline.append(computation)
+        return f"%{name}"
+
+    def inline_body(self, children: list) -> list:
+        return children
+
+    def instruction_line(self, children: list) -> Instruction:
+        found = children[0]
+        return found[-1] if isinstance(found, list) else found
+
+    # -- computations -------------------------------------------------------------------------
+    def param(self, children: list) -> None:
+        return None
+
+    def signature(self, children: list) -> _Signature:
+        return _SIGNATURE
+
+    def computation(self, children: list) -> Computation:
+        is_entry = isinstance(children[0], Token) and children[0].type == "ENTRY"
+        name_token = children[1] if is_entry else children[0]
+        name = name_token.lstrip("%")
+        body: list = []
+        execution_thread = None
+        for child in children[2 if is_entry else 1 :]:
+            if isinstance(child, Instruction | list):
+                body.append(child)
+            elif isinstance(child, Token) and child.type == "ATTR":
+                key, value = _split_attr(child)
+                if key != "execution_thread" or execution_thread is not None:
+                    raise _error_at(child, f"unexpected computation attribute {key!r}")
+                if not value.startswith('"'):
+                    raise _error_at(child, "execution_thread expects a quoted string")
+                execution_thread = unquote(value)
+        computation = self._computation(name, body, is_entry, execution_thread, name_token)
+        inline, self._inline = self._inline, []
+        return [*inline, computation] if inline else computation
+
+    def _computation(
+        self,
+        name: str,
+        body: list,
+        is_entry: bool,
+        execution_thread: str | None,
+        name_token: Token | None = None,
+    ) -> Computation:
+        instructions: list[Instruction] = []
+        for item in body:
+            if isinstance(item, list):
+                instructions.extend(item)
+            else:
+                instructions.append(item)
+        for instruction in instructions:
+            instruction.computation = name
+        if sum(i.is_root for i in instructions) > 1:
+            raise _error_at(name_token, f"computation {name} has more than one ROOT")
+        if any(i.shape is UNKNOWN_SHAPE for i in instructions):
+            infer_missing_shapes(instructions)
+        return Computation(name, instructions, is_entry, execution_thread)
+
+    # -- stack-frame tables -------------------------------------------------------------------
+    def file_names(self, children: list) -> tuple[str, dict]:
+        return "file_names", _id_table(children, unquote)
+
+    def function_names(self, children: list) -> tuple[str, dict]:
+        return "function_names", _id_table(children, unquote)
+
+    def file_locations(self, children: list) -> tuple[str, dict]:
+        def row(token: Token) -> FileLocation:
+            fields = _int_fields(token)
+            try:
+                return FileLocation(
+                    file_name_id=fields.pop("file_name_id"),
+                    function_name_id=fields.pop("function_name_id"),
+                    line=fields.pop("line"),
+                    end_line=fields.pop("end_line", None),
+                    column=fields.pop("column", None),
+                    end_column=fields.pop("end_column", None),
+                )
+            except KeyError as missing:
+                raise _error_at(token, f"file location lacks {missing.args[0]}") from None
+
+        return "file_locations", _id_table(children, row)
+
+    def stack_frames(self, children: list) -> tuple[str, dict]:
+        def row(token: Token) -> StackFrame:
+            fields = _int_fields(token)
+            if "file_location_id" not in fields:
+                raise _error_at(token, "stack frame lacks file_location_id")
+            return StackFrame(fields["file_location_id"], fields.get("parent_frame_id", 0))
+
+        return "stack_frames", _id_table(children, row)
+
+    # -- module -------------------------------------------------------------------------------
+    def module(self, children: list) -> Module:
+        name = ""  # no HloModule header
+        if children and isinstance(children[0], Token) and children[0].type == "HLOMODULE":
+            name = str(children[1])
+        else:
+            children = [None, None, *children]
+        attributes: dict[str, str] = {}
+        computations: list[Computation] = []
+        tables = StackFrameTables()
+        seen: set[str] = set()
+        for child in children[2:]:
+            if isinstance(child, Computation | list):
+                for computation in child if isinstance(child, list) else [child]:
+                    if computation.name in seen:
+                        raise HloSyntaxError(f"computation {computation.name} defined twice")
+                    seen.add(computation.name)
+                    computations.append(computation)
+            elif isinstance(child, tuple):
+                table, rows = child
+                getattr(tables, table).update(rows)
+            elif isinstance(child, Token) and child.type == "ATTR":
+                key, value = _split_attr(child)
+                if key in attributes:
+                    raise _error_at(child, f"module attribute {key!r} given twice")
+                attributes[key] = value
+        if sum(c.is_entry for c in computations) > 1:
+            raise HloSyntaxError("more than one ENTRY computation")
+        if not computations:
+            raise HloSyntaxError("module has no computations")
+        return Module(name, computations, attributes, tables)
+
+
+def _split_attr(token: Token) -> tuple[str, str]:
+    text = str(token)
+    equals = text.index("=")
+    return text[:equals].rstrip(), text[equals + 1 :].strip()
+
+
+def _int_fields(token: Token) -> dict[str, int]:
+    return {key: int(value) for key, value in _INT_FIELD.findall(str(token))}
+
+
+def _id_table(children: list, convert: Any) -> dict:
+    rows: dict = {}
+    for id_token, value in zip(children[1::2], children[2::2], strict=True):
+        rows[int(id_token)] = convert(value)
+    return rows
+
+
+def _error_at(token: Any, reason: str) -> HloSyntaxError:
+    return HloSyntaxError(
+        reason,
+        line=getattr(token, "line", None),
+        column=getattr(token, "column", None),
+    )
+
+
+@lru_cache(maxsize=1)
+def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
+    from profan.paths import cache_dir
+
+    grammar = grammar_path("hlo.lark").read_text()
+    builder = _ModelBuilder()
+    cache_file = cache_dir("lark") / f"hlo-{grammar_hash()}.lark"
+    options = dict(
+        parser="lalr",
+        lexer="contextual",
+        transformer=builder,
+        maybe_placeholders=False,
+        propagate_positions=False,
+        cache=str(cache_file),
+    )
+    module_parser = Lark(grammar, start="module", **options)
+    builder.inline_parser = Lark(
+        grammar,
+        start="inline_body",
+        **{**options, "cache": str(cache_file.with_suffix(".inline.lark"))},
+    )
+    line_parser = Lark(
+        grammar,
+        start="instruction_line",
+        **{**options, "cache": str(cache_file.with_suffix(".line.lark"))},
+    )
+    return module_parser, line_parser, builder
+
+
+def _line_text(text: str, line: int | None) -> str:
+    if line is None or line < 1:
+        return ""
+    lines = text.split("\n", line)
+    if line - 1 < len(lines):
+        shown = lines[line - 1].rstrip("\r")
+        return shown if len(shown) <= 300 else shown[:300] + "…"
+    return ""
+
+
+def _expected_names(names: Any) -> tuple[str, ...]:
+    shown = {_TERMINAL_NAMES.get(n, n) for n in names or ()}
+    return tuple(sorted(shown))
+
+
+def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
+    """Any failure during a parse, as an ``HloSyntaxError``."""
+    if isinstance(error, HloSyntaxError):
+        found = error
+        return HloSyntaxError(
+            found.reason,
+            file=file,
+            line=found.line,
+            column=found.column,
+            text=found.text or _line_text(text, found.line),
+            expected=found.expected,
+        )
+    if isinstance(error, UnexpectedEOF):
+        lines = text.rstrip().split("\n")
+        return HloSyntaxError(
+            "unexpected end of input",
+            file=file,
+            line=len(lines),
+            column=len(lines[-1]) + 1 if lines else 1,
+            text=lines[-1][:300] if lines else "",
+            expected=_expected_names(error.expected),
+        )
+    if isinstance(error, UnexpectedToken):
+        token = error.token
+        if token.type == "$END":
+            lines = text.rstrip().split("\n")
+            return HloSyntaxError(
+                "unexpected end of input",
+                file=file,
+                line=len(lines),
+                column=len(lines[-1]) + 1,
+                text=lines[-1][:300],
+                expected=_expected_names(error.expected),
+            )
+        shown = str(token)
+        shown = shown if len(shown) <= 40 else shown[:40] + "…"
+        return HloSyntaxError(
+            f"unexpected {shown!r}",
+            file=file,
+            line=error.line,
+            column=error.column,
+            text=_line_text(text, error.line),
+            expected=_expected_names(error.expected),
+        )
+    if isinstance(error, UnexpectedCharacters):
+        char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+        return HloSyntaxError(
+            f"unexpected character {char!r}",
+            file=file,
+            line=error.line,
+            column=error.column,
+            text=_line_text(text, error.line),
+            expected=_expected_names(error.allowed),
+        )
+    if isinstance(error, UnexpectedInput):
+        return HloSyntaxError(
+            str(error).splitlines()[0],
+            file=file,
+            line=getattr(error, "line", None),
+            column=getattr(error, "column", None),
+            text=_line_text(text, getattr(error, "line", None)),
+        )
+    if isinstance(error, RecursionError):
+        return HloSyntaxError("input nested too deeply", file=file)
+    return HloSyntaxError(f"could not build the model ({type(error).__name__}: {error})", file=file)
+
+
+def _unwrap(error: Exception) -> Exception:
+    # Lark wraps exceptions raised inside callbacks in VisitError on some paths.
+    inner = getattr(error, "orig_exc", None)
+    return inner if isinstance(inner, Exception) else error
+
+
+def parse_module(text: str, *, file: str | None = None) -> Module:
+    """Parse a whole HLO module (``HloModule name, ...`` and its computations)."""
+    if not isinstance(text, str):
+        raise HloSyntaxError("HLO text must be a str", file=file)
+    module_parser, _, builder = _parsers()
+    builder.reset()
+    try:
+        module = module_parser.parse(text)
+    except Exception as error:  # noqa: BLE001 - every failure becomes an HloSyntaxError
+        raise _translate(_unwrap(error), text, file) from None
+    finally:
+        builder.reset()
+    return module
+
+
+def parse_instruction(line: str) -> Instruction:
+    """Parse one instruction line as XProf or a dump shows it (``%x = f32[2]{0} add(...)...``)."""
+    if not isinstance(line, str):
+        raise HloSyntaxError("HLO text must be a str")
+    _, line_parser, builder = _parsers()
+    builder.reset()
+    try:
+        return line_parser.parse(line.strip())
+    except Exception as error:  # noqa: BLE001 - every failure becomes an HloSyntaxError
+        raise _translate(_unwrap(error), line.strip(), None) from None
+    finally:
+        builder.reset()
