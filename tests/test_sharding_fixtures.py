@@ -1,0 +1,168 @@
+"""infer_mesh / describe against the truth the fixture script recorded for each JAX program."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
+from profan.hlo.parser import parse_module
+from profan.sharding import describe
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
+
+
+def _load(name: str):
+    meta = json.loads((FIXTURES / name / "meta.json").read_text())
+    path = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))
+    return meta, parse_module(path.read_text(), file=str(path))
+
+
+def _truth_groups(meta: dict, axes: tuple[str, ...]) -> set[frozenset[int]]:
+    """Groups of the recorded mesh along ``axes``, computed from its device_ids array."""
+    names = meta["mesh"]["axis_names"]
+    sizes = meta["mesh"]["axis_sizes"]
+    flat = list(_flatten(meta["mesh"]["device_ids"]))
+    groups: dict[tuple[int, ...], set[int]] = {}
+    for position, device in enumerate(flat):
+        coords = []
+        rest = position
+        for size in reversed(sizes):
+            coords.append(rest % size)
+            rest //= size
+        coords.reverse()
+        key = tuple(c for name, c in zip(names, coords, strict=True) if name not in axes)
+        groups.setdefault(key, set()).add(device)
+    return {frozenset(g) for g in groups.values()}
+
+
+def _flatten(nested):
+    for item in nested:
+        if isinstance(item, list):
+            yield from _flatten(item)
+        else:
+            yield item
+
+
+def _truth_axes_of(meta: dict, groups: list[list[int]]) -> tuple[str, ...] | None:
+    wanted = {frozenset(g) for g in groups}
+    names = meta["mesh"]["axis_names"]
+    for count in range(len(names) + 1):
+        for subset in itertools.combinations(names, count):
+            if _truth_groups(meta, subset) == wanted:
+                return subset
+    return None
+
+
+def _axis_map(meta: dict, report) -> dict[str, str]:
+    """Map each inferred axis to the recorded axis with the same device groups."""
+    mapping = {}
+    for axis in report.mesh.axes:
+        ours = {frozenset(g) for g in report.mesh.groups_along([axis.name])}
+        for name in meta["mesh"]["axis_names"]:
+            if _truth_groups(meta, (name,)) == ours:
+                mapping[axis.name] = name
+    return mapping
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mesh_axis_sizes_match(name: str) -> None:
+    meta, module = _load(name)
+    report = describe(module)
+    sizes = [a.size for a in report.mesh.axes if a.size > 1]
+    if meta["mesh"] is None:
+        assert sizes == []
+        return
+    assert sizes == [s for s in meta["mesh"]["axis_sizes"] if s > 1]
+    mapping = _axis_map(meta, report)
+    assert sorted(mapping.values()) == sorted(meta["mesh"]["axis_names"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_collective_axes_match(name: str) -> None:
+    meta, module = _load(name)
+    report = describe(module)
+    if meta["mesh"] is None:
+        assert report.collectives == []
+        return
+    mapping = _axis_map(meta, report)
+    by_name = {c.name: c for c in report.collectives}
+    recorded = meta["hlo_collectives"]
+    assert {c["name"] for c in recorded} == set(by_name)
+    for entry in recorded:
+        ours = by_name[entry["name"]]
+        assert ours.axes is not None, ours.reason
+        text = entry["groups"].split("=", 1)[1]
+        if entry["groups"].startswith("source_target_pairs"):
+            pairs = decode_source_target_pairs(text)
+            # The truth: the recorded axes along which each pair's devices differ.
+            expected = set()
+            for source, target in pairs:
+                for axis in meta["mesh"]["axis_names"]:
+                    if any(source in g and target in g for g in _truth_groups(meta, (axis,))):
+                        expected.add(axis)
+            assert {mapping[a] for a in ours.axes} == expected
+        else:
+            groups = decode_replica_groups(text, num_devices=meta["device_count"])
+            expected_axes = _truth_axes_of(meta, groups)
+            assert expected_axes is not None
+            assert {mapping[a] for a in ours.axes} == set(expected_axes)
+    # Every collective the program asked for is found with its axes.
+    found = Counter(
+        (c.kind, frozenset(mapping[a] for a in c.axes or ())) for c in report.collectives
+    )
+    for truth in meta["truth"]["collectives"]:
+        assert found[(truth["kind"], frozenset(truth["axes"]))] > 0, truth
+
+
+def _truth_key(matmul: dict) -> tuple:
+    flops = 2 * math.prod(matmul["dim_sizes"].values())
+    operands = sorted([math.prod(matmul["lhs_shape"]), math.prod(matmul["rhs_shape"])])
+    axes = frozenset(a for axes in matmul["split"].values() for a in axes)
+    return (tuple(operands), math.prod(matmul["out_shape"]), flops, axes,
+            frozenset(matmul["partial_sum_axes"]))  # fmt: skip
+
+
+def _our_key(matmul, mapping: dict[str, str]) -> tuple:
+    operands = sorted([math.prod(matmul.global_lhs), math.prod(matmul.global_rhs)])
+    axes = frozenset(
+        mapping.get(a, a)
+        for split in (matmul.lhs_split, matmul.rhs_split, matmul.out_split)
+        for axes in split.values()
+        for a in axes
+    )
+    partial = frozenset(mapping.get(a, a) for a in matmul.partial_sum_axes)
+    return (tuple(operands), math.prod(matmul.global_out), matmul.global_flops, axes, partial)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_matmul_global_shapes_match(name: str) -> None:
+    """Every matmul's global operand/result sizes, FLOPs, split axes and summed axes match."""
+    meta, module = _load(name)
+    report = describe(module)
+    mapping = _axis_map(meta, report) if meta["mesh"] else {}
+    ours = Counter(_our_key(m, mapping) for m in report.matmuls)
+    truth = Counter(_truth_key(m) for m in meta["truth"]["matmuls"])
+    assert ours == truth
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n in ("mlp", "transformer")])
+def test_strategy_labels(name: str) -> None:
+    meta, module = _load(name)
+    report = describe(module)
+    mapping = _axis_map(meta, report)
+    labels = {(s.strategy, tuple(mapping[a] for a in s.axes)) for s in report.strategies}
+    assert ("data parallel", ("data",)) in labels
+    assert ("tensor parallel (column split)", ("model",)) in labels
+    assert ("tensor parallel (row split)", ("model",)) in labels
+    assert all(s.evidence for s in report.strategies)
+    # Nothing claims the batch axis is a tensor-parallel axis or vice versa.
+    assert ("data parallel", ("model",)) not in labels
+    assert not any(s.startswith("tensor") and axes == ("data",) for s, axes in labels)
+    json.dumps(report.to_dict())
