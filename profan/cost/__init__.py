@@ -53,6 +53,7 @@ FREE_OPCODES = frozenset(
     {"parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency",
      "domain"}
 )  # fmt: skip
+HOST_MEMORY_SPACE = 5  # XLA's memory space for pinned host buffers
 MATMUL_CUSTOM_CALL = re.compile(r"cublas|gemm|matmul|hipblaslt|rocblas", re.IGNORECASE)
 CONV_CUSTOM_CALL = re.compile(r"cudnn\$conv|miopen.*conv|\$conv", re.IGNORECASE)
 
@@ -83,6 +84,7 @@ class OpCost:
     collective: CollectiveInfo | None = None
     async_role: str | None = None  # "start" | "done" for async pairs
     unknown: bool = False  # a custom call profan cannot cost: flagged, not guessed
+    host_transfer: bool = False  # moves data between host memory (S(5)) and the device
 
     @property
     def hbm_bytes(self) -> float:
@@ -494,6 +496,12 @@ def _async_copy(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost
         cost.async_role = "done"
     size = float(sizes.array_bytes(moved)) if moved is not None and moved.is_array else 0.0
     cost.hbm_bytes_read, cost.hbm_bytes_written = size, 0.0
+    involved = [instruction.shape, *(s for s in ctx.operand_shapes(instruction) if s)]
+    cost.host_transfer = any(
+        leaf.is_array and sizes.memory_space(leaf) == HOST_MEMORY_SPACE
+        for shape in involved
+        for leaf in shape.leaves()
+    )
     cost.derivation.append(f"{instruction.opcode}: moves {size:.0f} bytes between memory spaces")
     return cost
 

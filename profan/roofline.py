@@ -1,0 +1,435 @@
+"""Score ops against the roofline: how long each op should have taken, and how close it came.
+
+Per op (MODEL.md section 1): ``t_compute = FLOPs / peak FLOP/s`` (for the math dtype),
+``t_hbm = HBM bytes / HBM bandwidth``, ``t_ici`` = the collective's time (section 4),
+``roofline = max(...)``, ``bound_by`` = the largest term, ``efficiency = roofline / measured``.
+Copies between host memory and HBM are bound by PCIe (``t_host_s``).
+
+Async pairs: the pair is scored on its ``-done`` op — the done's measured duration is the wait
+for the transfer, while the ``-start`` only issues it (rows for starts have no roofline time and
+``bound_by == "async-start"``).
+
+``score(profile, chip)`` scores a loaded trace; ``score_module(module, chip)`` is the same
+arithmetic on a bare HLO module (a compile-time roofline, no measured times).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from profan.chips import Chip, chip_for_device, get_chip
+from profan.cost import OpCost, _Context, _estimate, called_computations
+from profan.cost.collectives import collective_time
+from profan.hlo.model import Computation, Instruction, Module
+
+if TYPE_CHECKING:
+    from profan.trace.profile import Profile
+
+BOUNDS = ("compute", "hbm", "ici", "host")
+# Opcodes whose called computations run as ordinary (non-fused) code.
+CONTROL_FLOW = ("while", "call", "conditional", "async-start")
+FREE = ("parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all",
+        "add-dependency", "domain", "partition-id", "replica-id")  # fmt: skip
+GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a node use DCN
+
+OP_COLUMNS = (
+    "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
+    "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
+    "efficiency", "source", "cost_source", "dtype", "derivation",
+)  # fmt: skip
+MODULE_COLUMNS = (
+    "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
+    "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s",
+    "bound_by", "dtype", "derivation",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class OpTimes:
+    """Roofline times of one op execution."""
+
+    t_compute_s: float
+    t_hbm_s: float
+    t_ici_s: float
+    t_host_s: float
+    bound_by: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def roofline_s(self) -> float:
+        return max(self.t_compute_s, self.t_hbm_s, self.t_ici_s, self.t_host_s)
+
+
+@dataclass(slots=True)
+class Score:
+    """A profile scored against a chip's roofline."""
+
+    ops: pd.DataFrame
+    steps: pd.DataFrame
+    chip: Chip
+    summary: dict[str, Any]
+
+
+# ------------------------------------------------------------------------------- per op
+
+
+def _crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
+    if chip.kind != "GPU" or not groups:
+        return False
+    return any(len({d // GPU_DEVICES_PER_NODE for d in group}) > 1 for group in groups)
+
+
+def op_times(
+    cost: OpCost,
+    chip: Chip,
+    instruction: Instruction | None = None,
+    *,
+    mesh_axes: tuple[int, ...] | None = None,
+) -> OpTimes:
+    """Roofline terms of one execution of an op with ``cost`` on ``chip`` (per device)."""
+    notes: list[str] = []
+    flops = cost.flops or 0.0
+    t_compute = flops / chip.device_peak_flops(cost.dtype or "bf16") if flops else 0.0
+    t_hbm = cost.hbm_bytes / chip.device_hbm_bytes_per_s if cost.hbm_bytes else 0.0
+    t_ici = 0.0
+    t_host = 0.0
+    if cost.host_transfer:
+        t_host, t_hbm = cost.hbm_bytes / chip.pcie_bytes_per_s, 0.0
+        notes.append("host <-> device copy: PCIe bandwidth")
+    info = cost.collective
+    if info is not None and info.group_size > 1:
+        axis_sizes = mesh_axes or info.axis_sizes or (info.group_size,)
+        timing = collective_time(
+            info.kind,
+            info.full_bytes,
+            info.group_size,
+            chip,
+            n_axes=len(axis_sizes),
+            axis_sizes=tuple(axis_sizes),
+            crosses_hosts=_crosses_hosts(info.groups, chip),
+        )
+        t_ici = timing.t_s
+        notes.append(timing.describe())
+    terms = {"compute": t_compute, "hbm": t_hbm, "ici": t_ici, "host": t_host}
+    bound_by = max(terms, key=lambda key: terms[key]) if any(terms.values()) else "none"
+    return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes)
+
+
+def _category(instruction: Instruction, module: Module | None) -> str:
+    try:
+        from profan.attribute import classify
+
+        return classify(instruction, module).category
+    except Exception:  # the classifier is optional here; fall back to a coarse guess
+        opcode = instruction.opcode
+        if opcode in ("dot", "convolution"):
+            return "matmul"
+        if any(opcode.startswith(k) for k in ("all-", "reduce-scatter", "collective-")):
+            return "collective"
+        if opcode in ("reduce", "reduce-window"):
+            return "reduction"
+        return "other"
+
+
+def _mesh_axes_by_name(module: Module) -> dict[str, tuple[int, ...]]:
+    """Collective name -> sizes of the mesh axes it runs over (from profan.sharding)."""
+    try:
+        from profan.sharding import infer_mesh
+
+        mesh = infer_mesh(module)
+    except Exception:  # no mesh inferable (or the module is not sharded): use the groups
+        return {}
+    found: dict[str, tuple[int, ...]] = {}
+    shape = mesh.shape
+    for collective in mesh.collectives:
+        if collective.axes:
+            found[collective.name] = tuple(shape[a] for a in collective.axes)
+    return found
+
+
+# ------------------------------------------------------------------------- score_module
+
+
+def _trip_count(instruction: Instruction) -> int:
+    text = instruction.attributes.get("backend_config")
+    if not text:
+        return 1
+    try:
+        config = json.loads(text)
+        return int(config["known_trip_count"]["n"])
+    except (ValueError, KeyError, TypeError):
+        return 1
+
+
+def _scheduled_computations(module: Module) -> list[tuple[Computation, int]]:
+    """The entry and every computation it runs as non-fused code, with execution counts."""
+    found: list[tuple[Computation, int]] = []
+    seen: set[str] = set()
+
+    def visit(computation: Computation, count: int) -> None:
+        if computation.name in seen:
+            return
+        seen.add(computation.name)
+        found.append((computation, count))
+        for instruction in computation.instructions:
+            if instruction.opcode not in CONTROL_FLOW:
+                continue
+            times = count * (_trip_count(instruction) if instruction.opcode == "while" else 1)
+            for name in called_computations(instruction):
+                try:
+                    visit(module.computation(name), times)
+                except KeyError:
+                    continue
+
+    visit(module.entry, 1)
+    return found
+
+
+def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chip:
+    if isinstance(chip, Chip):
+        return chip
+    if profile is not None:
+        return chip_for_device(profile.device, override=chip)
+    if chip is None:
+        raise ValueError("a chip is needed to score a module without a trace")
+    return get_chip(chip)
+
+
+def score_module(module: Module, chip: Chip | str) -> pd.DataFrame:
+    """Compile-time roofline of every op a module runs (entry + while bodies, calls, branches;
+    not fused bodies), sorted by ideal time, longest first.  ``occurrences`` applies a while
+    loop's known trip count when the backend config records one.
+    """
+    chip = resolve_chip(chip)
+    ctx = _Context(module)
+    mesh_axes = _mesh_axes_by_name(module)
+    rows = []
+    for computation, count in _scheduled_computations(module):
+        for instruction in computation.instructions:
+            if instruction.opcode in FREE or instruction.opcode in CONTROL_FLOW:
+                continue
+            cost = _estimate(instruction, ctx)
+            times = op_times(cost, chip, instruction, mesh_axes=mesh_axes.get(instruction.name))
+            if cost.async_role == "start":
+                times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
+            flops = cost.flops
+            hbm = cost.hbm_bytes
+            rows.append(
+                {
+                    "module": module.name,
+                    "computation": computation.name,
+                    "name": instruction.name,
+                    "opcode": instruction.opcode,
+                    "category": _category(instruction, module),
+                    "occurrences": count,
+                    "flops": None if flops is None else flops * count,
+                    "hbm_bytes": hbm * count,
+                    "ici_bytes": cost.ici_bytes * count,
+                    "intensity": (flops / hbm) if flops and hbm else math.nan,
+                    "t_compute_s": times.t_compute_s * count,
+                    "t_hbm_s": times.t_hbm_s * count,
+                    "t_ici_s": times.t_ici_s * count,
+                    "t_host_s": times.t_host_s * count,
+                    "roofline_s": times.roofline_s * count,
+                    "bound_by": times.bound_by,
+                    "dtype": cost.dtype,
+                    "derivation": "; ".join(cost.derivation + times.notes),
+                }
+            )
+    frame = pd.DataFrame(rows, columns=list(MODULE_COLUMNS))
+    return frame.sort_values("roofline_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------- score
+
+
+def _first(values: pd.Series) -> Any:
+    for value in values:
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return value
+    return None
+
+
+def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple, OpTimes]]:
+    """One row per (module, op) with the per-execution cost and roofline times."""
+    ops = profile.ops
+    contexts: dict[str, _Context] = {}
+    meshes: dict[str, dict[str, tuple[int, ...]]] = {}
+    keys = ops[["module", "module_key", "op_name"]].drop_duplicates()
+    rows = []
+    times_by_key: dict[tuple, OpTimes] = {}
+    for module_name, module_key, op_name in keys.itertuples(index=False):
+        group = ops[(ops["module"] == module_name) & (ops["op_name"] == op_name)]
+        if module_key is not None and not (isinstance(module_key, float)):
+            group = group[group["module_key"] == module_key]
+        module = profile.modules.get(module_key) if isinstance(module_key, str) else None
+        instruction = profile.instruction(module_key, op_name) if module is not None else None
+        trace_flops = group["trace_flops"].dropna() if "trace_flops" in group else pd.Series([])
+        trace_bytes = (
+            group["trace_bytes_accessed"].dropna()
+            if "trace_bytes_accessed" in group
+            else pd.Series([])
+        )
+        cost: OpCost | None = None
+        opcode = None
+        category = "other"
+        if instruction is not None and module is not None:
+            ctx = contexts.setdefault(module_key, _Context(module))
+            if module_key not in meshes:
+                meshes[module_key] = _mesh_axes_by_name(module)
+            cost = _estimate(instruction, ctx)
+            opcode = instruction.opcode
+            category = _category(instruction, module)
+        cost_source = "profan"
+        if cost is None:
+            cost = OpCost(None, None, 0.0, 0.0)
+            cost_source = "none"
+        if cost.flops is None and len(trace_flops):
+            cost.flops = float(trace_flops.iloc[0])
+            cost_source = "trace"
+        if cost_source == "none" and len(trace_bytes):
+            cost.hbm_bytes_read = float(trace_bytes.iloc[0])
+            cost_source = "trace"
+        mesh_axes = meshes.get(module_key, {}).get(op_name) if module is not None else None
+        times = op_times(cost, chip, instruction, mesh_axes=mesh_axes)
+        if cost.async_role == "start":
+            times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
+        elif cost.async_role == "done" and cost.collective is None and instruction is not None:
+            pass  # copy-done: scored on its own bytes (the trace charges the done the same)
+        occurrences = len(group)
+        measured = float(group["duration_s"].sum())
+        roofline = times.roofline_s * occurrences
+        source = _first(group["source"]) if "source" in group else None
+        if source is None and instruction is not None and module is not None:
+            try:
+                location = module.source_location(instruction)  # type: ignore[attr-defined]
+                source = str(location) if location else None
+            except Exception:
+                source = None
+        key = (module_name, op_name)
+        times_by_key[key] = times
+        rows.append(
+            {
+                "module": module_name,
+                "name": op_name,
+                "opcode": opcode,
+                "category": category,
+                "occurrences": occurrences,
+                "measured_s": measured,
+                "flops": None if cost.flops is None else cost.flops * occurrences,
+                "hbm_bytes": cost.hbm_bytes * occurrences,
+                "ici_bytes": cost.ici_bytes * occurrences,
+                "t_compute_s": times.t_compute_s * occurrences,
+                "t_hbm_s": times.t_hbm_s * occurrences,
+                "t_ici_s": times.t_ici_s * occurrences,
+                "t_host_s": times.t_host_s * occurrences,
+                "roofline_s": roofline,
+                "bound_by": times.bound_by if cost_source != "none" else "unknown",
+                "efficiency": roofline / measured if measured > 0 and roofline > 0 else math.nan,
+                "source": source,
+                "cost_source": cost_source,
+                "dtype": cost.dtype,
+                "derivation": "; ".join(cost.derivation + times.notes),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    return frame, times_by_key
+
+
+def _steps(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFrame:
+    ops = profile.ops
+    columns = ["step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops"]
+    columns += [f"share_{bound}" for bound in (*BOUNDS, "unknown")]
+    if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
+        return pd.DataFrame(columns=columns)
+    lookup = per_op.set_index(["module", "name"])
+    per_exec_roofline = lookup["roofline_s"] / lookup["occurrences"]
+    per_exec_flops = lookup["flops"].astype(float) / lookup["occurrences"]
+    bound = lookup["bound_by"]
+    peak = chip.device_peak_flops("bf16")
+    rows = []
+    for step_row in profile.steps.itertuples(index=False):
+        step = step_row.step
+        in_step = ops[ops["step"] == step]
+        if in_step.empty:
+            continue
+        index = pd.MultiIndex.from_arrays([in_step["module"], in_step["op_name"]])
+        roofline = per_exec_roofline.reindex(index).to_numpy()
+        flops = per_exec_flops.reindex(index).to_numpy()
+        bounds = bound.reindex(index).fillna("unknown").to_numpy()
+        frame = in_step.assign(_roofline=roofline, _flops=flops, _bound=bounds)
+        devices = max(frame["device"].nunique(), 1) if "device" in frame else 1
+        # ideal: the busiest device's sum of op rooflines
+        if "device" in frame:
+            ideal = float(frame.groupby("device")["_roofline"].sum().max())
+        else:
+            ideal = float(frame["_roofline"].sum())
+        model = frame.get("trace_model_flops")
+        if model is not None and model.notna().any():
+            model_flops = float(model.fillna(0).sum())
+        else:
+            model_flops = float(pd.Series(frame["_flops"]).fillna(0).sum())
+        measured = float(step_row.duration_s)
+        op_time = float(frame["duration_s"].sum()) or 1.0
+        shares = {
+            f"share_{b}": float(frame.loc[frame["_bound"] == b, "duration_s"].sum()) / op_time
+            for b in BOUNDS
+        }
+        known = sum(shares.values())
+        shares["share_unknown"] = max(0.0, 1.0 - known)
+        rows.append(
+            {
+                "step": step,
+                "measured_s": measured,
+                "ideal_s": ideal,
+                "efficiency": ideal / measured if measured > 0 else math.nan,
+                "mfu": model_flops / (peak * measured * devices) if measured > 0 else math.nan,
+                "model_flops": model_flops,
+                **shares,
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def score(profile: Profile, chip: Chip | str | None = None) -> Score:
+    """Score every op of a loaded profile (aggregated over its executions) and every step."""
+    chip = resolve_chip(chip, profile)
+    per_op, _ = _per_op_rows(profile, chip)
+    per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
+    steps = _steps(profile, chip, per_op)
+    measured = float(per_op["measured_s"].sum())
+    roofline = float(per_op["roofline_s"].sum())
+    by_bound = per_op.groupby("bound_by")["measured_s"].sum()
+    total_flops = float(pd.to_numeric(per_op["flops"], errors="coerce").fillna(0).sum())
+    summary: dict[str, Any] = {
+        "chip": chip.name,
+        "chip_display_name": chip.display_name,
+        "figure_sources": dict(chip.figure_sources),
+        "peak_flops_per_s": chip.device_peak_flops("bf16"),
+        "hbm_bytes_per_s": chip.device_hbm_bytes_per_s,
+        "ops": len(per_op),
+        "op_executions": int(per_op["occurrences"].sum()) if len(per_op) else 0,
+        "measured_s": measured,
+        "roofline_s": roofline,
+        "efficiency": roofline / measured if measured > 0 else math.nan,
+        "flops": total_flops,
+        "share_by_bound": {
+            str(b): float(t) / measured if measured else 0.0 for b, t in by_bound.items()
+        },
+        "unknown_cost_ops": per_op.loc[per_op["cost_source"] == "none", "name"].tolist(),
+        "unmatched_events": sum(u.count for u in getattr(profile, "unmatched", [])),
+    }
+    if not steps.empty:
+        summary["steps"] = len(steps)
+        summary["step_measured_s"] = float(steps["measured_s"].mean())
+        summary["step_ideal_s"] = float(steps["ideal_s"].mean())
+        summary["mfu"] = float(steps["mfu"].mean())
+    return Score(ops=per_op, steps=steps, chip=chip, summary=summary)
+
+
+__all__ = ["OpTimes", "Score", "op_times", "resolve_chip", "score", "score_module"]

@@ -1,0 +1,143 @@
+"""Scoring: per-op roofline terms, efficiency, steps and MFU; compile-time scoring of a module."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from profan.chips import get_chip
+from profan.cost import estimate
+from profan.hlo.parser import parse_module
+from profan.roofline import op_times, score, score_module
+from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+MATMUL_HLO = next((FIXTURES / "matmul" / "hlo").glob("*after_optimizations.txt"))
+
+
+def _matmul_profile(durations: list[float], device: DeviceInfo) -> Profile:
+    """A Profile built by hand around the real matmul fixture module (one dot per step)."""
+    module = parse_module(MATMUL_HLO.read_text(), file=str(MATMUL_HLO))
+    dot = next(i for i in module.entry.instructions if i.opcode in ("dot", "fusion"))
+    rows = []
+    for step, duration in enumerate(durations):
+        row = dict.fromkeys(OP_COLUMNS)
+        row.update(host="h", device=0, device_kind="CPU", module=module.name,
+                   module_key="m", program_id=1, op_name=dot.name, step=step,
+                   start_s=float(step), duration_s=duration, trace_flops=math.nan,
+                   trace_bytes_accessed=math.nan, trace_model_flops=math.nan,
+                   source=None, matched=True)  # fmt: skip
+        rows.append(row)
+    steps = pd.DataFrame(
+        {"step": range(len(durations)), "start_s": [float(s) for s in range(len(durations))],
+         "end_s": [s + d for s, d in enumerate(durations)], "duration_s": durations}
+    )  # fmt: skip
+    return Profile(path="synthetic", run=None, ops=pd.DataFrame(rows), steps=steps,
+                   device=device, modules={"m": module})  # fmt: skip
+
+
+def test_score_efficiency_and_mfu_from_the_formula() -> None:
+    cpu = get_chip("cpu")
+    flops = 2 * 256 * 512 * 1024
+    ideal = max(flops / cpu.device_peak_flops("f32"), 3670016 / cpu.device_hbm_bytes_per_s)
+    profile = _matmul_profile([2 * ideal, 4 * ideal],
+                              DeviceInfo(kind="CPU", type_string="cpu", count=1))  # fmt: skip
+    result = score(profile)
+    assert result.chip.name == "cpu"
+    (row,) = result.ops.itertuples()
+    assert row.occurrences == 2 and row.flops == 2 * flops
+    assert row.bound_by == "compute"
+    assert row.roofline_s == pytest.approx(2 * ideal)
+    assert row.efficiency == pytest.approx(2 * ideal / (6 * ideal))
+    steps = result.steps
+    assert list(steps["ideal_s"]) == pytest.approx([ideal, ideal])
+    assert list(steps["efficiency"]) == pytest.approx([0.5, 0.25])
+    peak = cpu.device_peak_flops("bf16")
+    assert list(steps["mfu"]) == pytest.approx(
+        [flops / (peak * 2 * ideal), flops / (peak * 4 * ideal)]
+    )
+    assert steps["share_compute"].tolist() == pytest.approx([1.0, 1.0])
+    assert result.summary["efficiency"] == pytest.approx(1 / 3)
+
+
+def test_trace_peaks_drive_the_score() -> None:
+    device = DeviceInfo(kind="CPU", type_string="cpu", count=1, peak_flops_per_s=2e11,
+                        peak_hbm_bytes_per_s=1e11)  # fmt: skip
+    result = score(_matmul_profile([1e-3], device))
+    assert result.summary["figure_sources"]["peak_flops.bf16"] == "trace"
+    assert result.ops.loc[0, "t_compute_s"] == pytest.approx(
+        2 * 256 * 512 * 1024 / 2e11, rel=1e-6
+    ) or (result.ops.loc[0, "dtype"] == "f32")
+
+
+def test_op_times_pick_the_largest_term() -> None:
+    module = parse_module(MATMUL_HLO.read_text())
+    dot = next(i for i in module.entry.instructions if i.opcode in ("dot", "fusion"))
+    v5e = get_chip("tpu-v5e")
+    times = op_times(estimate(dot, module), v5e, dot)
+    assert times.roofline_s == max(times.t_compute_s, times.t_hbm_s)
+    # f32 has no v5e catalogue rate: the bf16 rate is used
+    assert times.t_compute_s == pytest.approx(2 * 256 * 512 * 1024 / 1.97e14)
+
+
+WHILE_MODULE = """HloModule synthetic_loop
+
+%body (p: (s32[], f32[128,128])) -> (s32[], f32[128,128]) {
+  %p = (s32[], f32[128,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[128,128]{1,0} get-tuple-element(%p), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %y = f32[128,128]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (s32[], f32[128,128]{1,0}) tuple(%next, %y)
+}
+
+%cond (p: (s32[], f32[128,128])) -> pred[] {
+  %p = (s32[], f32[128,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%fused (a: f32[128,128]) -> f32[128,128] {
+  %a = f32[128,128]{1,0} parameter(0)
+  ROOT %e = f32[128,128]{1,0} exponential(%a)
+}
+
+ENTRY %main (x: f32[128,128]) -> f32[128,128] {
+  %x = f32[128,128]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[128,128]{1,0}) tuple(%zero, %x)
+  %w = (s32[], f32[128,128]{1,0}) while(%init), condition=%cond, body=%body, TRIP
+  %r = f32[128,128]{1,0} get-tuple-element(%w), index=1
+  ROOT %f = f32[128,128]{1,0} fusion(%r), kind=kLoop, calls=%fused
+}
+""".replace("TRIP", 'backend_config={"known_trip_count":{"n":"10"}}')
+
+
+def test_score_module_lists_loop_bodies_not_fused_bodies() -> None:
+    frame = score_module(parse_module(WHILE_MODULE), "tpu-v5e")
+    names = set(frame["name"])
+    assert {"y", "f", "lt", "next"} <= names
+    assert "e" not in names  # inside the fusion: scored as part of %f
+    dot = frame[frame["name"] == "y"].iloc[0]
+    assert dot["occurrences"] == 10  # the loop's known trip count
+    assert dot["flops"] == 10 * 2 * 128**3
+    assert frame["roofline_s"].is_monotonic_decreasing
+
+
+def test_score_module_on_a_real_tpu_module(corpus_dir: Path) -> None:
+    path = next((corpus_dir / "traces" / "tpu_v6e_inference.hlo").glob("jit_f(*"))
+    frame = score_module(parse_module(path.read_text()), "tpu-v6e")
+    fusions = frame[frame["opcode"] == "fusion"]
+    assert len(fusions) == 3
+    # each fusion reads and writes 5 GiB of f32: HBM-bound at 1.6e12 B/s
+    assert (fusions["bound_by"] == "hbm").all()
+    assert fusions["roofline_s"].tolist() == pytest.approx([2 * 5 * 2**30 / 1.6e12] * 3)
+    # the host -> HBM copies are PCIe-bound, scored on the done
+    starts = frame[frame["opcode"] == "copy-start"]
+    assert (starts["bound_by"] == "async-start").all()
+    assert (frame[frame["opcode"] == "copy-done"]["bound_by"] == "host").all()
