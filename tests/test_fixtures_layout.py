@@ -200,3 +200,37 @@ def test_committed_fixture_sizes_stay_small(fixtures_dir: Path) -> None:
     big = [(str(p), p.stat().st_size) for p in files if p.stat().st_size > MAX_FILE_BYTES]
     assert not big
     assert sum(p.stat().st_size for p in files) < MAX_TOTAL_BYTES
+
+
+def test_truth_source_lines_are_in_the_dump_stack_frames(
+    program: tuple[Path, dict[str, Any]],
+) -> None:
+    """Each truth matmul's source line is one of the dump's FileLocations in the generator."""
+    folder, meta = program
+    text = (folder / meta["hlo_files"][0]["file"]).read_text()
+    table = text.split("\nFileNames\n", 1)[1].split("\n\n", 1)[0]
+    files = dict(re.findall(r'^(\d+) "(.*)"$', table, re.M))
+    locations = re.findall(r"^\d+ \{file_name_id=(\d+) function_name_id=\d+ line=(\d+)", text, re.M)
+    lines = {int(line) for fid, line in locations if files[fid].endswith("/make_fixtures.py")}
+    for mm in meta["truth"]["matmuls"]:
+        assert mm["source"]["file"] == "make_fixtures.py"
+        assert mm["source"]["line"] in lines, mm["name"]
+
+
+def test_truth_local_shapes_divide_the_global_ones(program: tuple[Path, dict[str, Any]]) -> None:
+    _, meta = program
+    for mm in meta["truth"]["matmuls"]:
+        for side in ("lhs", "rhs", "out"):
+            ratio = math.prod(mm[f"{side}_shape"]) // math.prod(mm[f"{side}_local_shape"])
+            ways = (
+                math.prod(
+                    dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))[
+                        a
+                    ]
+                    for axes in mm[f"{side}_split"].values()
+                    for a in axes
+                )
+                if meta["mesh"]
+                else 1
+            )
+            assert ratio == ways, (mm["name"], side)
