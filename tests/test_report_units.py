@@ -1,0 +1,138 @@
+"""Pure pieces of the report: interval overlap, stable op keys, name wrapping, budget files,
+JUnit XML and GitHub annotations."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from profan.errors import ConfigError
+from profan.report import budget, keys, timeline
+from profan.report.format import wrap_name
+
+
+def test_union_and_overlap_small_case() -> None:
+    u = timeline.union(np.array([0.0, 1.0, 5.0]), np.array([2.0, 3.0, 6.0]))
+    assert list(u.starts) == [0.0, 5.0] and list(u.ends) == [3.0, 6.0]
+    assert u.total == 4.0
+    assert list(timeline.overlap(u, np.array([2.5, 3.0, -1.0]), np.array([5.5, 4.0, 10.0]))) == [
+        1.0,
+        0.0,
+        4.0,
+    ]
+    assert [(g.start_s, g.duration_s) for g in timeline.gaps(u, 0)] == [(3.0, 2.0)]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 200), st.integers(1, 30)), min_size=1, max_size=25),
+    st.tuples(st.integers(0, 230), st.integers(0, 60)),
+)
+def test_overlap_matches_brute_force(
+    intervals: list[tuple[int, int]], probe: tuple[int, int]
+) -> None:
+    starts = np.array([s for s, _ in intervals], dtype=float)
+    ends = starts + np.array([d for _, d in intervals], dtype=float)
+    covered = np.zeros(300, dtype=bool)
+    for s, e in zip(starts.astype(int), ends.astype(int), strict=True):
+        covered[s:e] = True
+    u = timeline.union(starts, ends)
+    assert u.total == covered.sum()
+    a, b = probe[0], probe[0] + probe[1]
+    assert timeline.overlap(u, np.array([a]), np.array([b]))[0] == covered[a:b].sum()
+
+
+def test_keys_ignore_numeric_suffixes() -> None:
+    assert keys.base_name("fusion.123") == "fusion"
+    assert keys.base_name("jit_train_step(12345)") == "jit_train_step"
+    assert keys.base_name("all-gather.7") == "all-gather"
+    a = keys.assign_keys(
+        [
+            ("jit_f.1", "jit(f)/dot_general", "dot", "dot.5"),
+            ("jit_f.1", "jit(f)/dot_general", "dot", "dot.9"),
+        ]
+    )
+    b = keys.assign_keys(
+        [
+            ("jit_f.4", "jit(f)/dot_general", "dot", "dot.17"),
+            ("jit_f.4", "jit(f)/dot_general", "dot", "dot.18"),
+        ]
+    )
+    assert a == b == ["jit_f|jit(f)/dot_general|dot", "jit_f|jit(f)/dot_general|dot#1"]
+    # without metadata the name stem stands in for the scope
+    assert keys.assign_keys([("m", None, "fusion", "loop_add_fusion.3")]) == [
+        "m|loop_add_fusion|fusion:loop_add_fusion"
+    ]
+
+
+def test_wrap_name_keeps_every_character() -> None:
+    name = "dynamic-update-slice.loop_fusion.input_reduce_fusion.clone.1234"
+    lines = wrap_name(name, 20)
+    assert "".join(lines) == name
+    assert all(len(line) <= 20 for line in lines)
+    assert wrap_name("x" * 45, 20) == ["x" * 20, "x" * 20, "x" * 5]
+
+
+def test_budget_file_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "profan.toml"
+    path.write_text(
+        "[budget]\nstep_time_s = 0.01\nmfu_min = 0.2\n"
+        '[[budget.ops]]\nmatch = "*dot*"\nmax_time_s = 0.001\n'
+        "[baseline]\nstep_time_tolerance = 0.05\nnew_collectives = false\n"
+        "[rules]\nefficiency_below = 0.2\n"
+    )
+    b = budget.load_budget(path)
+    assert b.step_time_s == 0.01 and b.mfu_min == 0.2
+    assert b.ops[0].match == "*dot*" and b.ops[0].max_time_s == 0.001
+    assert b.step_time_tolerance == 0.05 and b.new_collectives is False
+    assert b.rules.efficiency_below == 0.2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[budget]\nstep_time = 1\n", "unknown key 'step_time'"),
+        ("[budget]\nstep_time_s = 'fast'\n", "must be a number"),
+        ("[budget\n", "not a valid TOML"),
+        ("[[budget.ops]]\nmax_time_s = 1\n", "needs match"),
+        ("[baseline]\nnew_collectives = 1\n", "true or false"),
+        ("[rules]\nnope = 1\n", "unknown rule setting"),
+        ("[budgets]\n", "unknown table"),
+    ],
+)
+def test_bad_budget_files(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "profan.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        budget.load_budget(path)
+
+
+def test_missing_budget_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        budget.load_budget(tmp_path / "nope.toml")
+
+
+def test_junit_and_github_output() -> None:
+    results = [
+        budget.CheckResult("step_time", True, "fine"),
+        budget.CheckResult(
+            "baseline.new_collective:x", False, "new all-gather, 5% slower", "model.py:42"
+        ),
+        budget.CheckResult("mfu", False, "MFU 1%\nlow"),
+    ]
+    root = ET.fromstring(budget.junit_xml(results))
+    suite = root.find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "2"
+    failures = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert failures == ["baseline.new_collective:x", "mfu"]
+    lines = budget.github_annotations(results).splitlines()
+    assert lines[0] == (
+        "::error file=model.py,line=42,title=baseline.new_collective%3Ax::new all-gather, 5% slower".replace(
+            "5% ", "5%25 "
+        )
+    )
+    assert lines[1] == "::error title=mfu::MFU 1%25%0Alow"
