@@ -1,0 +1,66 @@
+"""``profan chips``: the chips profan can score against, with their figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from profan.chips import DTYPES, catalogue
+
+HELP = (
+    "list the chips profan knows (peak FLOP/s, HBM, interconnect) and where the figures come from"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", nargs="*", metavar="CHIP", help="show only these chips")
+    parser.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    parser.add_argument(
+        "--chips", metavar="FILE", help="a TOML file of extra chips (same schema as the catalogue)"
+    )
+
+
+def _si(value: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from profan.chips import get_chip
+
+    chips = catalogue(args.chips)
+    if args.names:
+        chips = {chip.name: chip for chip in (get_chip(n, extra=args.chips) for n in args.names)}
+    if args.json:
+        json.dump({name: chip.to_dict() for name, chip in chips.items()}, sys.stdout, indent=1)
+        print()
+        return 0
+    header = ["chip", "kind", *(f"{d} FLOP/s" for d in DTYPES), "HBM", "HBM BW",
+              "ICI link uni/bi", "links", "topology", "device strings"]  # fmt: skip
+    rows = [header]
+    for chip in chips.values():
+        rows.append(
+            [
+                chip.name + (" ~" if chip.approximate else ""),
+                chip.kind,
+                *(_si(chip.peak_flops[d], "") if d in chip.peak_flops else "-" for d in DTYPES),
+                _si(chip.hbm_bytes, "B"),
+                _si(chip.hbm_bytes_per_s, "B/s"),
+                f"{_si(chip.ici_link_bytes_per_s_uni, 'B/s')} / "
+                f"{_si(chip.ici_link_bytes_per_s_bi, 'B/s')}",
+                str(chip.ici_links),
+                chip.topology
+                + (f" ({chip.wraparound})" if chip.topology.startswith("torus") else ""),
+                ", ".join(chip.device_strings),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+    print("\nFigures are per chip, dense. ~ = approximate. Sources: profan chips --json.")
+    return 0
