@@ -285,7 +285,11 @@ def classify(instruction: Instruction, module: Module | None = None) -> Classifi
     if opcode in ("copy-start", "copy-done", "copy", "dynamic-update-slice", "dynamic-slice"):
         shapes = [instruction.shape, *_operand_shapes(instruction, module)]
         if any(_is_host_shape(shape) for shape in shapes):
-            direction = "to host" if _is_host_shape(instruction.shape) else "from host"
+            # copy-start's shape is (destination, source, context): the destination says where.
+            destination = instruction.shape
+            if destination.is_tuple and destination.tuple_shapes:
+                destination = destination.tuple_shapes[0]
+            direction = "to host" if _is_host_shape(destination) else "from host"
             return Classification(
                 "host", opcode, f"{opcode} {direction} (memory space S({HOST_MEMORY_SPACE}))"
             )
@@ -416,7 +420,8 @@ def scope_of(instruction: Instruction) -> str | None:
         if not inner.startswith("jit("):
             while (match := _WRAPPER.match(inner)) is not None:
                 inner = match.group(1)
-        if inner:
+        # ``jnp.einsum`` names a scope after its equation (``bsd,dnk->bsnk``): not a code scope.
+        if inner and "->" not in inner:
             kept.append(inner)
     return "/".join(kept) if kept else None
 
