@@ -1,1 +1,2 @@
-"""What users read: the report model, suspicious-op rules, renderers, budgets, diffs, annotations."""
+"""What users read: the report model, suspicious-op rules, renderers, budgets, diffs,
+annotations."""

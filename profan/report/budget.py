@@ -278,7 +278,8 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 "baseline.step_time",
                 new_median <= limit,
                 f"median step time {seconds(new_median)} vs baseline {seconds(old_median)} "
-                f"({new_median / old_median - 1:+.1%}, tolerance +{budget.step_time_tolerance:.0%})",
+                f"({new_median / old_median - 1:+.1%}, "
+                f"tolerance +{budget.step_time_tolerance:.0%})",
             )
         )
     new_mfu, old_mfu = report.summary.get("mfu"), baseline.summary.get("mfu")
@@ -406,6 +407,7 @@ def github_annotations(results: list[CheckResult]) -> str:
                 location = f" file={_escape_annotation(file, property_value=True)},line={line}"
         title = _escape_annotation(r.name, property_value=True)
         lines.append(
-            f"::error{location}{',' if location else ' '}title={title}::{_escape_annotation(r.message)}"
+            f"::error{location}{',' if location else ' '}title={title}::"
+            + _escape_annotation(r.message)
         )
     return "\n".join(lines) + ("\n" if lines else "")

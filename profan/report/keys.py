@@ -19,7 +19,7 @@ _INLINE_NUMBERS = re.compile(r"\.\d+")
 
 
 def base_name(name: str) -> str:
-    """``fusion.123`` -> ``fusion``; ``jit_f(1234)`` -> ``jit_f``; ``add.1.clone`` -> ``add.clone``."""
+    """Drop XLA's numbering: ``fusion.123`` -> ``fusion``, ``jit_f(1234)`` -> ``jit_f``."""
     name = _PAREN_ID.sub("", name.strip().lstrip("%"))
     name = _NUMERIC_SUFFIX.sub("", name)
     return _INLINE_NUMBERS.sub("", name)
@@ -39,7 +39,7 @@ def scope_key(module: str, scope: str | None, opcode: str, name: str) -> str:
 
 
 def assign_keys(rows: Iterable[tuple[str, str | None, str, str]]) -> list[str]:
-    """Keys for ``(module, scope, opcode, name)`` rows, given in program order; duplicates get ``#n``."""
+    """Keys for ``(module, scope, opcode, name)`` rows in program order; duplicates get ``#n``."""
     seen: Counter[str] = Counter()
     keys: list[str] = []
     for module, scope, opcode, name in rows:

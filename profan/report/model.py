@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 COMPUTE_CATEGORIES = frozenset(
     {"matmul", "elementwise", "reduction", "data-movement", "custom", "other"}
 )
-BOUNDS = ("compute", "hbm", "ici", "latency")
+BOUNDS = ("compute", "hbm", "ici", "host")
 
 
 @dataclass(slots=True)
@@ -420,7 +420,7 @@ def build_report(
         (
             str(records[i]["module"]),
             op_paths[i],
-            str(records[i]["opcode"]),
+            str(records[i].get("opcode") or "unknown"),
             str(records[i]["name"]),
         )
         for i in ordered
@@ -438,7 +438,7 @@ def build_report(
             key=key_of[index],
             module=str(record["module"]),
             name=str(record["name"]),
-            opcode=str(record["opcode"]),
+            opcode=str(record.get("opcode") or "unknown"),
             category=str(record.get("category") or "other"),
             occurrences=int(_num(record.get("occurrences"), 0)),
             measured_s=_num(record.get("measured_s")),

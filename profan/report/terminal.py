@@ -103,18 +103,21 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
     else:
         out.append("steps    none marked in the trace")
     mfu = s.get("mfu")
+    op_time_per_device = s.get("total_op_time_s", 0) / max(s.get("device_count", 1), 1)
     out.append(
         f"MFU      {percent(mfu)}   ideal (roofline) {seconds(s.get('ideal_time_s'))} "
-        f"per device vs measured op time {seconds(s.get('total_op_time_s', 0) / max(s.get('device_count', 1), 1))}"
+        f"per device vs measured op time {seconds(op_time_per_device)}"
     )
+    exposed_colour = "yellow" if (s.get("exposed_comm_share") or 0) > 0.1 else "green"
     out.append(
         f"comm     collectives {seconds(s.get('collective_time_s'))}, exposed (not overlapped with "
-        f"compute) {style(seconds(s.get('exposed_comm_s')), 'yellow' if s.get('exposed_comm_share', 0) > 0.1 else 'green')}"
+        f"compute) {style(seconds(s.get('exposed_comm_s')), exposed_colour)}"
         f" = {percent(s.get('exposed_comm_share'))} of the busy span"
     )
     out.append(
         f"idle     {seconds(s.get('idle_s'))} inside the busy span per device; between steps "
-        f"{seconds(s.get('inter_step_gap_total_s'))} (longest {seconds(s.get('inter_step_gap_max_s'))})"
+        f"{seconds(s.get('inter_step_gap_total_s'))} "
+        f"(longest {seconds(s.get('inter_step_gap_max_s'))})"
     )
     out.append("")
     total = sum(s.get("time_by_category_s", {}).values()) or 1.0

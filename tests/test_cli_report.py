@@ -1,0 +1,181 @@
+"""End to end through the CLI (``python -m profan …`` in a subprocess): report, check, diff,
+annotate on real fixture traces and the corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return dict(
+        os.environ,
+        PROFAN_CACHE_DIR=str(tmp_path_factory.mktemp("cache")),
+        PYTHONPATH=str(REPO),
+        NO_COLOR="1",
+    )
+
+
+def profan(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "profan", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=REPO,
+    )
+
+
+@pytest.fixture(scope="module")
+def mlp_baseline(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("baseline")
+    done = profan(env, "report", str(REPO / "fixtures/mlp"), "--format", "json", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out / "report.json"
+
+
+@pytest.fixture()
+def budget_file(tmp_path: Path) -> Path:
+    path = tmp_path / "profan.toml"
+    path.write_text("[baseline]\nstep_time_tolerance = 0.10\nnew_collectives = true\n")
+    return path
+
+
+def test_report_terminal_plain_when_piped(env: dict[str, str]) -> None:
+    done = profan(env, "report", str(REPO / "fixtures/mlp"), "--top", "5")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "\x1b[" not in out  # piped: no colour codes
+    assert "device   8 × " in out
+    assert "steps    3" in out
+    assert "Top 5 ops of" in out
+    assert "time by category" in out and "time by bound" in out
+    assert "exposed (not overlapped with compute)" in out
+    assert "Unmatched:" in out
+
+
+def test_report_json_is_the_schema(env: dict[str, str], mlp_baseline: Path) -> None:
+    data = json.loads(mlp_baseline.read_text())
+    assert data["schema_version"] == 1
+    assert {"device", "chip", "steps", "summary", "ops", "unmatched"} <= set(data)
+    assert data["summary"]["step_count"] == 3
+    names = {op["name"] for op in data["ops"] if op["category"] == "collective"}
+    assert names == {"all-reduce", "all-reduce.4"}  # meta.json hlo_collectives of fixtures/mlp
+    group_sizes = sorted(op["collective"]["group_size"] for op in data["ops"] if op["collective"])
+    assert group_sizes == [2, 4]  # model axis (2), data axis (4)
+
+
+def test_check_unchanged_profile_passes(
+    env: dict[str, str], mlp_baseline: Path, budget_file: Path, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    done = profan(
+        env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+        "--baseline", str(mlp_baseline), "--junit", str(junit),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 failed" in done.stdout
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "0" and int(suite.get("tests")) >= 3
+
+
+def test_check_worse_sharding_fails(
+    env: dict[str, str], mlp_baseline: Path, budget_file: Path, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    done = profan(
+        env, "check", str(REPO / "fixtures/mlp_worse"), "--budget", str(budget_file),
+        "--baseline", str(mlp_baseline), "--junit", str(junit), "--github",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    # the extra all-gather the worse sharding forces is named
+    assert "FAIL  baseline.new_collective:" in done.stdout
+    assert "all-gather" in done.stdout
+    annotations = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert any("all-gather" in line for line in annotations)
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert int(suite.get("failures")) >= 1
+
+
+def test_check_corrupt_trace_is_unusable_input(
+    env: dict[str, str], corpus_dir: Path, budget_file: Path
+) -> None:
+    done = profan(
+        env, "check", str(corpus_dir / "traces/corrupt_utf8_mangled.xplane.pb"),
+        "--budget", str(budget_file),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "corrupt_utf8_mangled.xplane.pb" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_bad_budget_is_unusable_input(env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "profan.toml"
+    bad.write_text("[budget]\nstep_time_s = 'soon'\n")
+    done = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(bad))
+    assert done.returncode == 2
+    assert "step_time_s must be a number" in done.stderr
+
+
+def test_check_absolute_budgets(env: dict[str, str], tmp_path: Path, mlp_baseline: Path) -> None:
+    data = json.loads(mlp_baseline.read_text())
+    median = data["summary"]["step_time_median_s"]
+    ok = tmp_path / "ok.toml"
+    ok.write_text(f"[budget]\nstep_time_s = {median * 1.01}\n")
+    tight = tmp_path / "tight.toml"
+    tight.write_text(f"[budget]\nstep_time_s = {median * 0.5}\n")
+    assert profan(env, "check", str(mlp_baseline), "--budget", str(ok)).returncode == 0
+    done = profan(env, "check", str(mlp_baseline), "--budget", str(tight))
+    assert done.returncode == 1 and "FAIL  step_time" in done.stdout
+
+
+def test_diff_names_the_new_all_gather(env: dict[str, str], mlp_baseline: Path) -> None:
+    done = profan(env, "diff", str(mlp_baseline), str(REPO / "fixtures/mlp_worse"))
+    assert done.returncode == 0, done.stderr
+    assert "step time (median)" in done.stdout
+    assert "new in B: all-gather" in done.stdout
+
+
+def test_annotate_prints_hlo_with_times(env: dict[str, str]) -> None:
+    done = profan(env, "annotate", str(REPO / "fixtures/mlp"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    annotated = [line for line in lines if "// profan: measured" in line]
+    assert any(line.lstrip().startswith(("%all-reduce", "all-reduce")) for line in annotated)
+    assert "// per source line: file:line  total time  flags" in done.stdout
+    assert any("make_fixtures.py:" in line for line in lines if line.startswith("// "))
+
+
+def test_report_html_and_md_write_files(env: dict[str, str], tmp_path: Path) -> None:
+    done = profan(
+        env, "report", str(REPO / "fixtures/mlp"), "--format", "md", "--out", str(tmp_path)
+    )
+    assert done.returncode == 0, done.stderr
+    md = (tmp_path / "report.md").read_text()
+    assert "![roofline](roofline.png)" in md and (tmp_path / "roofline.png").stat().st_size > 1000
+
+
+def test_report_refuses_to_write_into_trace_dir(env: dict[str, str]) -> None:
+    target = REPO / "fixtures/mlp/out"
+    done = profan(
+        env, "report", str(REPO / "fixtures/mlp"), "--format", "json", "--out", str(target)
+    )
+    assert done.returncode == 2 and not target.exists()
+
+
+def test_report_tpu_trace(env: dict[str, str], corpus_dir: Path) -> None:
+    done = profan(env, "report", str(corpus_dir / "traces/tpu_v6e_inference.xplane.pb"))
+    assert done.returncode == 0, done.stderr
+    assert "4 × TPU v6" in done.stdout
+    assert "source: trace" in done.stdout

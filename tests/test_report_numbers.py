@@ -1,0 +1,178 @@
+"""The report's numbers on real traces, cross-checked against independent sources.
+
+* the profiler's own Chrome-trace export (``vm.trace.json.gz``, written beside the xplane by
+  ``jax.profiler``): op event durations and counts;
+* ``meta.json`` of each fixture: step count, collectives in the HLO;
+* ``profan.cost.estimate``: FLOPs per op;
+* the TPU trace's own per-op stats.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from profan.report.model import Report, build_report
+from profan.report.pipeline import analyse
+
+FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
+_CACHE: dict[str, tuple[object, Report]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def _report(path: Path) -> tuple[object, Report]:
+    key = str(path)
+    if key not in _CACHE:
+        analysis = analyse(path)
+        _CACHE[key] = (analysis, build_report(analysis))
+    return _CACHE[key]
+
+
+def _chrome_op_events(fixture: Path) -> list[dict]:
+    (trace_json,) = fixture.glob("trace/plugins/profile/*/*.trace.json.gz")
+    with gzip.open(trace_json) as handle:
+        events = json.loads(handle.read())["traceEvents"]
+    return [e for e in events if e.get("ph") == "X" and "hlo_op" in e.get("args", {})]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
+    fixture = fixtures_dir / name
+    meta = json.loads((fixture / "meta.json").read_text())
+    _, report = _report(fixture)
+
+    # every op event's time is in exactly one op row: equals the profiler's JSON export
+    chrome = _chrome_op_events(fixture)
+    chrome_total_s = sum(e["dur"] for e in chrome) * 1e-6
+    assert sum(op.measured_s for op in report.ops) == pytest.approx(chrome_total_s, rel=1e-3)
+    assert report.summary["total_op_time_s"] == pytest.approx(chrome_total_s, rel=1e-3)
+    assert sum(op.occurrences for op in report.ops) == len(chrome)
+    counts = Counter(e["args"]["hlo_op"] for e in chrome)
+    for op in report.ops[:10]:
+        assert op.occurrences == counts[op.name], op.name
+
+    # steps as the fixture generator recorded them
+    assert report.summary["step_count"] == meta["trace"]["steps"]
+    assert len(report.steps) == meta["trace"]["steps"]
+    assert report.device["count"] == len({e["args"].get("device_ordinal") for e in chrome})
+    assert report.device["kind"] == "CPU"
+
+    mfu = report.summary["mfu"]
+    assert mfu is None or (isinstance(mfu, float) and (math.isnan(mfu) or 0.0 <= mfu <= 1.0))
+
+    # time by category sums (per device) to the op time per device
+    per_device = sum(report.summary["time_by_category_s"].values())
+    assert per_device * report.device["count"] == pytest.approx(chrome_total_s, rel=1e-3)
+
+    # collectives in the report = collectives meta.json lists from the HLO
+    expected = {c["name"] for c in meta.get("hlo_collectives", [])}
+    found = {op.name for op in report.ops if op.category == "collective"}
+    assert found == expected
+
+    # exposed communication cannot exceed the collective time
+    assert 0.0 <= report.summary["exposed_comm_s"] <= report.summary["collective_time_s"] + 1e-12
+
+
+@pytest.mark.parametrize("name", ("mlp", "transformer"))
+def test_report_flops_equal_cost_model(fixtures_dir: Path, name: str) -> None:
+    from profan.cost import estimate
+
+    analysis, report = _report(fixtures_dir / name)
+    profile = analysis.profile
+    keys = {str(m): str(k) for m, k in profile.ops[["module", "module_key"]].dropna().values}
+    checked = 0
+    for op in report.ops:
+        key = keys.get(op.module)
+        instr = profile.instruction(key, op.name) if key else None
+        if instr is None:
+            continue
+        cost = estimate(instr, profile.modules[key])
+        if cost.flops is None:
+            continue
+        assert op.flops == pytest.approx(cost.flops * op.occurrences), op.name
+        checked += 1
+    assert checked >= 5
+
+
+def test_matmul_flops_match_meta_truth(fixtures_dir: Path) -> None:
+    """The matmul fixture's dot: 2·M·N·K over its (local) shapes, from meta.json's truth."""
+    meta = json.loads((fixtures_dir / "matmul/meta.json").read_text())
+    _, report = _report(fixtures_dir / "matmul")
+    expected = 0.0
+    for matmul in meta["truth"]["matmuls"]:
+        sizes = matmul["dim_sizes"]
+        total = 2.0
+        for size in sizes.values():
+            total *= size
+        expected += total
+    steps = meta["trace"]["steps"] * meta["trace"].get("executions_per_step", 1)
+    matmul_flops = sum(op.flops for op in report.ops if op.category == "matmul")
+    # the global FLOPs are split over the devices; summed over devices they come back whole
+    assert matmul_flops == pytest.approx(expected * steps, rel=0.02)
+
+
+def test_tpu_trace_report(corpus_dir: Path) -> None:
+    path = corpus_dir / "traces/tpu_v6e_inference.xplane.pb"
+    analysis, report = _report(path)
+    profile = analysis.profile
+    assert report.device["kind"] == "TPU" and report.device["count"] == 4
+    assert "v6" in (report.device["type"] or "")
+    # the trace's own peak figures are the ones the report shows
+    assert report.chip["source"] == "trace"
+    assert report.chip["peak_flops_per_s"] == pytest.approx(
+        profile.device.peak_flops_per_s, rel=1e-6
+    )
+    total = float(profile.ops["duration_s"].sum())
+    assert sum(op.measured_s for op in report.ops) == pytest.approx(total, rel=1e-9)
+    assert sum(op.occurrences for op in report.ops) == len(profile.ops)
+    # each op's FLOPs: where the trace states them, profan's model agrees within 5%
+    per_op_trace = profile.ops.groupby(["module", "op_name"])["trace_flops"].sum(min_count=1)
+    compared = 0
+    for op in report.ops:
+        stated = per_op_trace.get((op.module, op.name))
+        if stated is None or not math.isfinite(stated) or stated <= 0:
+            continue
+        assert op.flops == pytest.approx(stated, rel=0.05), op.name
+        compared += 1
+    assert compared >= 1
+    mfu = report.summary["mfu"]
+    assert mfu is None or math.isnan(mfu) or 0.0 <= mfu <= 1.0
+    unmatched = sum(u["count"] for u in report.unmatched)
+    assert unmatched == sum(u.count for u in profile.unmatched)
+    # the JSON report carries every op with the schema's fields
+    data = report.to_dict()
+    assert data["schema_version"] == 1
+    fields = set(
+        [
+            "module",
+            "name",
+            "opcode",
+            "category",
+            "occurrences",
+            "measured_s",
+            "flops",
+            "hbm_bytes",
+            "ici_bytes",
+            "t_compute_s",
+            "t_hbm_s",
+            "t_ici_s",
+            "roofline_s",
+            "bound_by",
+            "efficiency",
+            "collective",
+            "global_shapes",
+            "source",
+            "flags",
+        ]
+    )
+    assert all(fields <= set(op) for op in data["ops"])
+    assert Report.from_dict(json.loads(json.dumps(data))).to_dict() == data
