@@ -14,12 +14,35 @@ from dataclasses import dataclass, field
 # Bits per element of each primitive type XLA prints.  Sub-byte types are packed.
 DTYPE_BITS: dict[str, int] = {
     "pred": 8,
-    "s1": 1, "s2": 2, "s4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64,
-    "u1": 1, "u2": 2, "u4": 4, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
-    "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-    "c64": 64, "c128": 128,
-    "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8,
-    "f8e4m3fnuz": 8, "f8e3m4": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4,
+    "s1": 1,
+    "s2": 2,
+    "s4": 4,
+    "s8": 8,
+    "s16": 16,
+    "s32": 32,
+    "s64": 64,
+    "u1": 1,
+    "u2": 2,
+    "u4": 4,
+    "u8": 8,
+    "u16": 16,
+    "u32": 32,
+    "u64": 64,
+    "f16": 16,
+    "bf16": 16,
+    "f32": 32,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e5m2": 8,
+    "f8e4m3": 8,
+    "f8e4m3fn": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3fnuz": 8,
+    "f8e3m4": 8,
+    "f8e8m0fnu": 8,
+    "f4e2m1fn": 4,
 }
 
 # Dimension size XLA prints as ``?`` (unbounded dynamic).
@@ -156,10 +179,66 @@ class Instruction:
     literal: str | None = None
     parameter_number: int | None = None
     computation: str | None = field(default=None, compare=False)
+    _metadata: Metadata | None = field(default=None, compare=False, repr=False)
+    _backend_config: dict | bool | None = field(default=False, compare=False, repr=False)
 
     @property
     def operand_names(self) -> list[str]:
         return [operand.name for operand in self.operands]
+
+    # -- decoded views of the raw attributes (see profan.hlo.views) --------------------------
+    @property
+    def metadata(self) -> Metadata:
+        """``metadata={...}`` decoded (all fields ``None`` when absent); memoised."""
+        if self._metadata is None:
+            from profan.hlo.views import decode_metadata
+
+            self._metadata = decode_metadata(self.attributes.get("metadata"))
+        return self._metadata
+
+    @property
+    def called_computations(self) -> list[str]:
+        """Computations this instruction calls: calls=, to_apply=, body=, condition=, branches…"""
+        from profan.hlo.views import called_computations
+
+        return called_computations(self)
+
+    @property
+    def backend_config(self) -> str | None:
+        """The backend config's raw text as printed (quoted string or bare ``{...}``)."""
+        return self.attributes.get("backend_config")
+
+    @property
+    def backend_config_json(self) -> dict | None:
+        """The backend config decoded as JSON, ``None`` when absent or not JSON; memoised."""
+        if self._backend_config is False:
+            from profan.hlo.views import backend_config_json
+
+            self._backend_config = backend_config_json(self.backend_config)
+        return self._backend_config  # type: ignore[return-value]
+
+    @property
+    def fusion_kind(self) -> str | None:
+        """``kLoop``, ``kInput``, ``kOutput``, ``kCustom`` for fusions, else ``None``."""
+        return self.attributes.get("kind") if self.opcode == "fusion" else None
+
+    @property
+    def custom_call_target(self) -> str | None:
+        from profan.hlo.views import string_attribute
+
+        return string_attribute(self, "custom_call_target")
+
+    @property
+    def control_predecessors(self) -> list[str]:
+        from profan.hlo.views import control_predecessors
+
+        return control_predecessors(self)
+
+    def to_text(self) -> str:
+        """The instruction as one line of HLO text."""
+        from profan.hlo.printer import instruction_to_text
+
+        return instruction_to_text(self)
 
 
 @dataclass(slots=True)
@@ -262,6 +341,25 @@ class Module:
         """Every instruction of every computation, in printed order."""
         for computation in self.computations:
             yield from computation.instructions
+
+    def source_location(self, instruction: Instruction) -> SourceLocation | None:
+        """``file:line`` (and function) of an instruction, from ``source_file``/``source_line``
+        or its ``stack_frame_id`` through the module's tables; ``None`` when unknown."""
+        from profan.hlo.views import source_location
+
+        return source_location(self, instruction)
+
+    def stack_trace(self, instruction: Instruction) -> list[SourceLocation]:
+        """Every stack frame of an instruction, innermost first."""
+        from profan.hlo.views import stack_trace
+
+        return stack_trace(self, instruction)
+
+    def to_text(self) -> str:
+        """The module as HLO text; parsing it again gives an equal ``Module``."""
+        from profan.hlo.printer import module_to_text
+
+        return module_to_text(self)
 
     @property
     def num_partitions(self) -> int:

@@ -140,14 +140,13 @@ class _ModelBuilder:
         operand = self._operands.get(token)
         if operand is None:
             text = str(token)
-            split = text.rfind(" ")
-            if split < 0:
-                split = max(text.rfind("\t"), text.rfind("\n"))
-            if split < 0:
+            if "[" not in text:
                 operand = Operand(text.lstrip("%"), None)
             else:
-                name = text[split + 1 :].lstrip("%")
-                operand = Operand(name, self._shape(text[:split].rstrip()))
+                # shape, optional blanks, name: the name is the run after the shape's last ] or }
+                split = max(text.rfind("]"), text.rfind("}")) + 1
+                name = text[split:].strip().lstrip("%")
+                operand = Operand(name, self._shape(text[:split]))
             self._operands[token] = operand
         return operand
 
@@ -519,7 +518,7 @@ def parse_module(text: str, *, file: str | None = None) -> Module:
     builder.reset()
     try:
         module = module_parser.parse(text)
-    except Exception as error:  # noqa: BLE001 - every failure becomes an HloSyntaxError
+    except Exception as error:
         raise _translate(_unwrap(error), text, file) from None
     finally:
         builder.reset()
@@ -534,7 +533,7 @@ def parse_instruction(line: str) -> Instruction:
     builder.reset()
     try:
         return line_parser.parse(line.strip())
-    except Exception as error:  # noqa: BLE001 - every failure becomes an HloSyntaxError
+    except Exception as error:
         raise _translate(_unwrap(error), line.strip(), None) from None
     finally:
         builder.reset()
