@@ -247,6 +247,22 @@ def _scalar_computation_flops(name: str | None, ctx: _Context) -> tuple[float, f
 
 
 def _estimate(instruction: Instruction, ctx: _Context) -> OpCost:
+    try:
+        return _estimate_unchecked(instruction, ctx)
+    except (IndexError, KeyError, ValueError, ZeroDivisionError) as error:
+        # Shapes or attributes that do not fit the op (e.g. a shape the text left out, vectorised
+        # cuDNN dim labels): flag the op as not costable rather than guess or crash.
+        out = _array(instruction.shape)
+        cost = OpCost(None, None, 0.0, 0.0, dtype=out.dtype if out is not None else None)
+        cost.unknown = True
+        cost.derivation.append(
+            f"{instruction.opcode}: cannot cost ({type(error).__name__}: {error}); "
+            "shapes or attributes do not fit the op"
+        )
+        return cost
+
+
+def _estimate_unchecked(instruction: Instruction, ctx: _Context) -> OpCost:
     opcode = instruction.opcode
     shape = instruction.shape
     out_array = _array(shape)

@@ -1,0 +1,54 @@
+"""The cost model on XLA's HLO test modules: never crashes; real dots obey the einsum formula."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profan.cost import _Context, _estimate
+from profan.cost.flops import einsum_flops, int_list
+from profan.hlo.parser import parse_module
+from profan.roofline import score_module
+
+pytestmark = pytest.mark.corpus
+
+
+def _sample(corpus_dir: Path, every: int) -> list[Path]:
+    root = corpus_dir / "hlo" / "xla"
+    rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
+    files = [root / row["file"] for row in rows if row.get("xla_parses")]
+    return files[::every]
+
+
+def test_every_instruction_costs_without_error_and_dots_match_einsum(corpus_dir: Path) -> None:
+    dots_checked = 0
+    instructions = 0
+    for path in _sample(corpus_dir, every=15):
+        try:
+            module = parse_module(path.read_text(), file=str(path))
+        except Exception:  # the parser's business, tested elsewhere
+            continue
+        ctx = _Context(module)
+        for instruction in module.instructions():
+            cost = _estimate(instruction, ctx)  # must not raise
+            instructions += 1
+            if instruction.opcode != "dot" or cost.flops is None:
+                continue
+            lhs, rhs = (ctx.operand_shape(instruction, i) for i in (0, 1))
+            if lhs is None or rhs is None or not lhs.is_array or not rhs.is_array:
+                continue
+            attrs = instruction.attributes
+            expected = einsum_flops(
+                lhs,
+                rhs,
+                int_list(attrs.get("lhs_batch_dims")),
+                int_list(attrs.get("lhs_contracting_dims")),
+                int_list(attrs.get("rhs_batch_dims")),
+                int_list(attrs.get("rhs_contracting_dims")),
+            )
+            assert cost.flops == expected, f"{path.name}: {instruction.name}"
+            dots_checked += 1
+        score_module(module, "tpu-v5e")  # must not raise either
+    assert instructions > 2000 and dots_checked > 20
