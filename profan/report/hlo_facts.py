@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from profan.hlo.model import Instruction, Module, Shape
 
@@ -147,22 +148,39 @@ def collective_info(instr: Instruction | None, module: Module | None) -> Collect
 _TILE = re.compile(r"devices=\[([\d,]+)\]")
 
 
-def global_shapes(instr: Instruction | None, sharding_report: object | None = None) -> list[str]:
-    """Global (unsharded) shapes of the op's output, from its ``sharding=`` attribute.
+def sharding_lookup(sharding_report: object | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(matmul by instruction name, collective by name) from a ``ShardingReport``."""
+    matmuls: dict[str, Any] = {}
+    collectives: dict[str, Any] = {}
+    if sharding_report is None:
+        return matmuls, collectives
+    for matmul in getattr(sharding_report, "matmuls", []) or []:
+        matmuls.setdefault(getattr(matmul, "name", ""), matmul)
+        matmuls.setdefault(getattr(matmul, "dot", ""), matmul)
+    for collective in getattr(sharding_report, "collectives", []) or []:
+        collectives.setdefault(getattr(collective, "name", ""), collective)
+    return matmuls, collectives
 
-    Per-device shape × tile count per dimension; replicated / maximal shardings leave it alone.
-    """
+
+def _dims_text(dtype: str, dims: list[int]) -> str:
+    return f"{dtype}[{','.join(str(d) for d in dims)}]"
+
+
+def global_shapes(instr: Instruction | None, matmul: Any | None = None) -> list[str]:
+    """Global (unsharded) shapes: a matmul's ``lhs × rhs -> out`` from the sharding analysis, else
+    the output's from its ``sharding=`` attribute (per-device shape × tiles per dimension)."""
     if instr is None:
         return []
-    if sharding_report is not None:
-        lookup = getattr(sharding_report, "global_shapes", None)
-        if callable(lookup):
-            try:
-                found = lookup(instr.name)
-                if found:
-                    return [str(s) for s in found]
-            except Exception:
-                pass
+    if matmul is not None:
+        dtype = getattr(matmul, "dtype", instr.shape.dtype)
+        try:
+            return [
+                _dims_text(dtype, list(matmul.global_lhs)),
+                "× " + _dims_text(dtype, list(matmul.global_rhs)),
+                "-> " + _dims_text(dtype, list(matmul.global_out)),
+            ]
+        except (AttributeError, TypeError):
+            pass
     text = instr.attributes.get("sharding")
     if not text or not instr.shape.is_array:
         return []
@@ -176,7 +194,7 @@ def global_shapes(instr: Instruction | None, sharding_report: object | None = No
     scaled = [d * t for d, t in zip(dims, tiles[: len(dims)], strict=False)]
     if scaled == dims:
         return []
-    return [f"{instr.shape.dtype}[{','.join(str(d) for d in scaled)}]"]
+    return [_dims_text(instr.shape.dtype, scaled)]
 
 
 def padded_ratio(shape: Shape) -> float:

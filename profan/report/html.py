@@ -7,6 +7,7 @@ from html import escape
 
 from profan.report.format import percent, seconds, si
 from profan.report.model import Report, peak_flops, peak_hbm_bw
+from profan.report.terminal import sharding_lines
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
@@ -102,11 +103,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts += [f"<th>{c}</th>" for c in columns]
     parts.append("</tr>")
     for op in report.ops[:top]:
-        sharding = ""
-        if op.collective:
-            sharding = f"{op.collective.get('kind')}×{op.collective.get('group_size')}"
-        if op.global_shapes:
-            sharding += " global " + ", ".join(op.global_shapes)
+        sharding = " ".join(sharding_lines(op)).strip()
         parts.append(
             "<tr>"
             f"<td class='name'>{e(op.name)}</td><td>{e(op.category)}</td>"

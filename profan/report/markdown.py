@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profan.report.format import percent, seconds, si
 from profan.report.model import Report, peak_flops, peak_hbm_bw
+from profan.report.terminal import sharding_lines
 
 
 def _cell(text: str) -> str:
@@ -47,11 +48,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
     ]
     for op in report.ops[:top]:
-        sharding = ""
-        if op.collective:
-            sharding = f"{op.collective.get('kind')}×{op.collective.get('group_size')}"
-        if op.global_shapes:
-            sharding += " global " + ", ".join(op.global_shapes)
+        sharding = " ".join(sharding_lines(op)).strip()
         lines.append(
             f"| `{_cell(op.name)}` | {op.category} | {op.occurrences} | {seconds(op.measured_s)} | "
             f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "

@@ -426,10 +426,18 @@ def build_report(
         for i in ordered
     )
     key_of = dict(zip(ordered, stable_keys, strict=True))
+    lookups: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for index, record in enumerate(records):
         instr, module = instructions[index]
         collective = hlo_facts.collective_info(instr, module)
-        sharding = analysis.shardings.get(module_keys.get(str(record["module"]), ""))
+        module_key = module_keys.get(str(record["module"]), "")
+        if module_key not in lookups:
+            lookups[module_key] = hlo_facts.sharding_lookup(analysis.shardings.get(module_key))
+        matmul_by_name, collective_by_name = lookups[module_key]
+        collective_dict = collective.to_dict() if collective else None
+        axes = collective_by_name.get(str(record["name"]))
+        if collective_dict is not None and axes is not None:
+            collective_dict["axes"] = getattr(axes, "axes", None)
         source = record.get("source")
         if not isinstance(source, str) or not source:
             source = hlo_facts.source_of(instr, module)
@@ -454,8 +462,8 @@ def build_report(
             if efficiency is None or not math.isfinite(_num(efficiency, math.nan))
             else float(efficiency),
             scope=scopes[index],
-            collective=collective.to_dict() if collective else None,
-            global_shapes=hlo_facts.global_shapes(instr, sharding),
+            collective=collective_dict,
+            global_shapes=hlo_facts.global_shapes(instr, matmul_by_name.get(str(record["name"]))),
             shape=hlo_facts.format_shape(instr.shape) if instr is not None else None,
             source=source,
             exposed_s=facts.exposed_by_op.get((str(record["module"]), str(record["name"]))),
@@ -465,6 +473,11 @@ def build_report(
 
     steps = _steps(profile, score)
     summary = _summary(profile, score, contexts, steps, facts, chip)
+    summary["mesh"] = {
+        str(key): dict(report.mesh.shape)
+        for key, report in analysis.shardings.items()
+        if getattr(report, "mesh", None) is not None and report.mesh.shape
+    }
     device = _device_dict(profile.device)
     report = Report(
         device=device,

@@ -7,7 +7,7 @@ import sys
 from typing import IO
 
 from profan.report.format import percent, seconds, si, wrap_name
-from profan.report.model import Report
+from profan.report.model import OpEntry, Report
 from profan.report.rules import RULES
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -71,6 +71,26 @@ def table(
     return lines
 
 
+def sharding_lines(op: OpEntry) -> list[str]:
+    """``all-reduce ×4 over data`` and the global shapes, one per line."""
+    lines = []
+    if op.collective:
+        text = f"{op.collective.get('kind')} ×{op.collective.get('group_size')}"
+        if op.collective.get("axes"):
+            text += " over " + ",".join(op.collective["axes"])
+        lines.append(text)
+    lines.extend(op.global_shapes)
+    return lines or [""]
+
+
+def short_path(source: str | None) -> str:
+    """A source path relative to the working directory when it lies below it."""
+    if not source:
+        return ""
+    cwd = os.getcwd().rstrip("/") + "/"
+    return source[len(cwd) :] if source.startswith(cwd) else source
+
+
 def efficiency_text(value: float | None, style: Style) -> str:
     if value is None:
         return "-"
@@ -94,6 +114,10 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
         f"chip     {chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, "
         f"HBM {si(peak_hbm_bw(chip), 'B/s')}  [source: {chip.get('source')}]"
     )
+    for module, axes in (s.get("mesh") or {}).items():
+        if axes:
+            mesh_text = " × ".join(f"{name}={size}" for name, size in axes.items())
+            out.append(f"mesh     {module}: {mesh_text}")
     if s.get("step_count"):
         out.append(
             f"steps    {s['step_count']}   step time median {seconds(s.get('step_time_median_s'))}"
@@ -138,11 +162,7 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
     rows = []
     op_total = sum(op.measured_s for op in report.ops) or 1.0
     for op in report.ops[:top]:
-        sharding = ""
-        if op.collective:
-            sharding = f"{op.collective.get('kind')}×{op.collective.get('group_size')}"
-        if op.global_shapes:
-            sharding = (sharding + " " if sharding else "") + "global " + ",".join(op.global_shapes)
+        sharding = sharding_lines(op)
         flags = style(",".join(op.flags), "red") if op.flags else ""
         rows.append(
             [
@@ -156,8 +176,8 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
                 efficiency_text(op.efficiency, style),
                 si(op.flops),
                 si(op.hbm_bytes + op.ici_bytes, "B"),
-                wrap_name(sharding, 28) if sharding else "",
-                wrap_name(op.source or "", 36) if op.source else "",
+                sharding,
+                wrap_name(short_path(op.source), 36) if op.source else "",
                 flags,
             ]
         )
