@@ -194,3 +194,26 @@ def test_cublas_gemm_custom_call_is_a_matmul() -> None:
 )  # fmt: skip
 def test_axis_decomposition(group: list[int], axes: tuple[int, ...]) -> None:
     assert axis_decomposition(group) == axes
+
+
+def test_gemm_without_dimension_numbers_uses_unambiguous_shapes() -> None:
+    # as in XLA's own GPU scheduling tests: no backend config, plain [M,K] x [K,N]
+    gemm = parse_instruction(
+        "%g = (f32[64,32]{1,0}, s8[1024]{0}) custom-call(f32[64,16]{1,0} %a, f32[16,32]{1,0} %b), "
+        'custom_call_target="__cublas$gemm"'
+    )
+    assert estimate(gemm).flops == 2 * 64 * 32 * 16
+    # shapes that admit another reading stay unknown
+    odd = parse_instruction(
+        "%g = f32[64,64]{1,0} custom-call(f32[64,16]{1,0} %a, f32[64,16]{1,0} %b), "
+        'custom_call_target="__cublas$gemm"'
+    )
+    assert estimate(odd).flops is None and estimate(odd).unknown
+
+
+def test_annotation_custom_calls_cost_nothing() -> None:
+    mark = parse_instruction(
+        '%s = f32[8,8]{1,0} custom-call(f32[8,8]{1,0} %x), custom_call_target="Sharding"'
+    )
+    cost = estimate(mark)
+    assert (cost.flops, cost.hbm_bytes, cost.unknown) == (0, 0, False)

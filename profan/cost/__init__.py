@@ -55,6 +55,12 @@ FREE_OPCODES = frozenset(
 )  # fmt: skip
 HOST_MEMORY_SPACE = 5  # XLA's memory space for pinned host buffers
 MATMUL_CUSTOM_CALL = re.compile(r"cublas|gemm|matmul|hipblaslt|rocblas", re.IGNORECASE)
+# Custom calls that only annotate the program (sharding, placement, markers): no work of their own.
+ANNOTATION_CUSTOM_CALL = re.compile(
+    r"^(Sharding|SPMDFullToShardShape|SPMDShardToFullShape|annotate_device_placement|"
+    r"xla\.sdy\..*|MoveToDevice|MoveToHost|Pin|Unpin|AllocateBuffer|ShardBarrierFrom|"
+    r"ShardBarrierTo|LayoutConstraint|__xla_internal_call_marker_.*|InspectSharding)$"
+)
 CONV_CUSTOM_CALL = re.compile(r"cudnn\$conv|miopen.*conv|\$conv", re.IGNORECASE)
 
 
@@ -767,6 +773,19 @@ def _fusion(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
     return cost
 
 
+def _plain_matmul_flops(lhs: Shape | None, rhs: Shape | None, out: Shape) -> int | None:
+    """FLOPs of ``[M,K] x [K,N] -> [M,N]`` when the shapes admit only that reading."""
+    result = _array(out)
+    if lhs is None or rhs is None or result is None:
+        return None
+    if not (lhs.rank == rhs.rank == result.rank == 2):
+        return None
+    (m, k), (k2, n) = lhs.dims, rhs.dims
+    if k != k2 or result.dims != (m, n):
+        return None
+    return 2 * m * n * k
+
+
 def _custom_call(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
     target = instruction.attributes.get("custom_call_target", "").strip('"')
     config = _backend_config(instruction) or {}
@@ -782,6 +801,20 @@ def _custom_call(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCos
             cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
             cost.derivation.append(f"custom-call {target}: a matmul per its dot dimension numbers")
             return cost
+        plain = _plain_matmul_flops(lhs, ctx.operand_shape(instruction, 1), instruction.shape)
+        if plain is not None:
+            cost.flops, cost.transcendentals = float(plain), 0.0
+            lhs_array = _array(lhs)
+            cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
+            cost.derivation.append(
+                f"custom-call {target}: no dimension numbers; the shapes say [M,K] x [K,N]"
+            )
+            return cost
+    if ANNOTATION_CUSTOM_CALL.match(target):
+        cost.flops, cost.transcendentals = 0.0, 0.0
+        cost.hbm_bytes_read = cost.hbm_bytes_written = 0.0
+        cost.derivation.append(f"custom-call {target}: an annotation, no work of its own")
+        return cost
     if CONV_CUSTOM_CALL.search(target) and "dim_labels" in instruction.attributes:
         costed = _convolution(instruction, ctx, cost)
         if costed.flops is not None:
