@@ -1,0 +1,283 @@
+"""Unit tests of the HLO parser on real HLO: fixtures made with JAX and XLA's own test modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profan.errors import HloSyntaxError
+from profan.hlo import parse_file, parse_instruction, parse_module
+from profan.hlo.model import UNBOUNDED_DIM
+from profan.hlo.shapes import _fast_decode, decode_shape, decode_shape_by_grammar
+
+# (computations, instructions) XLA's own parser (jaxlib 0.10.2, hlo_module_from_text) found in
+# the fixture dumps, measured when the fixtures were made.
+XLA_FIXTURE_COUNTS = {
+    "collectives/hlo/module_0006.jit_body.cpu_after_optimizations.txt": (10, 65),
+    "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt": (2, 6),
+    "mlp/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt": (17, 92),
+    "mlp_worse/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt": (18, 127),
+    "transformer/hlo/module_0042.jit_train_step.cpu_after_optimizations.txt": (291, 2943),
+}
+
+XPROF_LINE = (
+    "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(bf16[32,32,8192]{2,1,0:"
+    "T(8,128)(2,1)} %p0, s32[]{:T(128)} %p1), kind=kCustom, calls=%all-reduce-scatter.3, "
+    'metadata={op_type="dot" op_name="jit(f)/dot_general" source_file="model.py" source_line=42}'
+)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _corpus_module(corpus_dir: Path, name: str):
+    return parse_file(corpus_dir / "hlo" / "xla" / name)
+
+
+@pytest.mark.parametrize("relative", sorted(XLA_FIXTURE_COUNTS))
+def test_fixture_dumps_match_xla_counts(fixtures_dir: Path, relative: str) -> None:
+    path = fixtures_dir / relative
+    if not path.is_file():
+        pytest.skip(f"fixture {relative} not present")
+    module = parse_file(path)
+    counts = (len(module.computations), sum(len(c) for c in module.computations))
+    assert counts == XLA_FIXTURE_COUNTS[relative]
+    assert module.entry.is_entry
+    assert module.to_text() and parse_module(module.to_text()) == module
+
+
+def test_tiled_layout_with_memory_space_decodes() -> None:
+    shape = decode_shape("bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}")
+    assert shape.dtype == "bf16" and shape.dims == (32, 32, 4096)
+    assert shape.layout is not None
+    assert shape.layout.minor_to_major == (2, 1, 0)
+    assert shape.layout.tiles == ((8, 128), (2, 1))
+    assert shape.layout.memory_space == 1
+    assert shape.num_elements == 32 * 32 * 4096 and shape.element_bits == 16
+
+
+def test_exotic_layout_items_decode() -> None:
+    shape = decode_shape(
+        "u4[<=8,?,16]{2,1,0:D(D,C+)T(*,128)()L(4)#(s32)*(u32)E(4)S(2)SC(0:2,4)P(u8[8]{0})M(8)}"
+    )
+    assert shape.dims == (8, UNBOUNDED_DIM, 16)
+    assert shape.dynamic == (True, True, False)
+    layout = shape.layout
+    assert layout is not None
+    assert layout.dim_level_types == ("D", "C+")
+    assert layout.tiles == ((None, 128), ())
+    assert layout.tail_padding_alignment == 4
+    assert layout.index_primitive_type == "s32" and layout.pointer_primitive_type == "u32"
+    assert layout.element_size_bits == 4 and shape.element_bits == 4
+    assert layout.memory_space == 2
+    assert layout.split_configs == ("0:2,4",)
+    assert layout.physical_shape is not None and layout.physical_shape.dims == (8,)
+    assert layout.dynamic_shape_metadata_prefix_bytes == 8
+
+
+def test_fast_shape_path_agrees_with_the_grammar(corpus_dir: Path) -> None:
+    import re
+
+    text = (
+        (corpus_dir / "hlo" / "xla")
+        .joinpath("xla__backends__cpu__benchmarks__hlo__gemma2_2b_keras_jax.hlo")
+        .read_text()
+    )
+    shapes = set(re.findall(r"[a-z][a-z0-9]*\[[\d,]*\](?:\{[^{}=%\n\"]*\})?", text))
+    tpu = {"bf16[8,128]{1,0:T(8,128)(2,1)S(1)}", "s4[64]{0:T(256)E(4)}", "f32[]{:T(128)}"}
+    checked = 0
+    for shape_text in sorted(shapes | tpu):
+        fast = _fast_decode(shape_text)
+        if fast is not None:
+            assert fast == decode_shape_by_grammar(shape_text), shape_text
+            checked += 1
+    assert checked > 50
+
+
+def test_parse_instruction_of_an_xprof_line() -> None:
+    instruction = parse_instruction(XPROF_LINE)
+    assert instruction.name == "fusion.3" and instruction.opcode == "fusion"
+    assert instruction.fusion_kind == "kCustom"
+    assert instruction.called_computations == ["all-reduce-scatter.3"]
+    assert [o.name for o in instruction.operands] == ["p0", "p1"]
+    first = instruction.operands[0].shape
+    assert first is not None and first.dims == (32, 32, 8192) and first.layout.memory_space == 0
+    second = instruction.operands[1].shape
+    assert second is not None and second.layout.tiles == ((128,),)
+    assert instruction.shape.layout.memory_space == 1
+    assert instruction.metadata.source_file == "model.py"
+    assert instruction.metadata.source_line == 42
+    assert instruction.metadata.op_type == "dot"
+
+
+def test_parse_instruction_without_percent_signs_or_shapes() -> None:
+    instruction = parse_instruction("ROOT add.1 = f32[4]{0} add(p0, p1), metadata={}")
+    assert instruction.is_root and instruction.operand_names == ["p0", "p1"]
+    assert all(o.shape is None for o in instruction.operands)
+
+
+def test_stack_frame_ids_resolve_through_the_tables(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "mlp/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt"
+    if not path.is_file():
+        pytest.skip("mlp fixture not present")
+    module = parse_file(path)
+    assert module.stack_frames
+    dots = [i for i in module.instructions() if i.opcode == "dot"]
+    assert dots
+    for dot in dots:
+        assert dot.metadata.stack_frame_id is not None
+        location = module.source_location(dot)
+        assert location is not None
+        assert location.file.endswith("make_fixtures.py")
+        # Every matmul of the MLP is written inside its loss function.
+        assert location.function is not None and location.function.endswith("loss_fn")
+        assert location.line > 0 and str(location) == f"{location.file}:{location.line}"
+        assert module.stack_trace(dot)[0] == location
+
+
+def test_source_file_and_line_in_metadata_resolve(corpus_dir: Path) -> None:
+    module = _corpus_module(corpus_dir, "xla__backends__cpu__benchmarks__hlo__jax.b380442861.hlo")
+    with_source = [
+        i for i in module.instructions() if "source_line=" in i.attributes.get("metadata", "")
+    ]
+    assert with_source
+    for instruction in with_source:
+        location = module.source_location(instruction)
+        assert location is not None
+        assert f'source_file="{location.file}"' in instruction.attributes["metadata"]
+        assert f"source_line={location.line}" in instruction.attributes["metadata"]
+
+
+def test_stack_frames_in_xla_corpus(corpus_dir: Path) -> None:
+    module = _corpus_module(
+        corpus_dir,
+        "xla__backends__cpu__benchmarks__hlo__jax.issue.33666.linx.frag_0100.module_0005.hlo",
+    )
+    assert module.stack_frames.file_names == {
+        1: "/pscratch/sd/c/carag/LINX/scripts/frag_mwe_short.py"
+    }
+    sliced = next(i for i in module.instructions() if i.metadata.stack_frame_id == 1)
+    location = module.source_location(sliced)
+    assert location is not None
+    assert (location.line, location.column, location.function) == (9, 25, "<module>")
+
+
+def test_backend_config_json_and_custom_call_target() -> None:
+    quoted = parse_instruction(
+        '%cc = f32[2]{0} custom-call(f32[2]{0} %x), custom_call_target="foo\\"bar", '
+        'backend_config="{\\"k\\": [1, 2]}"'
+    )
+    assert quoted.custom_call_target == 'foo"bar'
+    assert quoted.backend_config_json == {"k": [1, 2]}
+    bare = parse_instruction(
+        '%f = f32[2]{0} fusion(%x), kind=kLoop, calls=%c, backend_config={"a":{"b":{"c":1}}}'
+    )
+    assert bare.backend_config_json == {"a": {"b": {"c": 1}}}
+    raw = parse_instruction('%f = f32[2]{0} custom-call(%x), backend_config="opaque"')
+    assert raw.backend_config == '"opaque"' and raw.backend_config_json is None
+
+
+def test_called_computations_of_every_kind() -> None:
+    loop = parse_instruction("%w = (s32[]) while((s32[]) %t), condition=%cond, body=%body")
+    assert loop.called_computations == ["cond", "body"]
+    branches = parse_instruction(
+        "%c = f32[] conditional(s32[] %i, f32[] %a, f32[] %b), branch_computations={%b0, %b1}"
+    )
+    assert branches.called_computations == ["b0", "b1"]
+    reduce = parse_instruction(
+        "%r = f32[] reduce(f32[8]{0} %x, f32[] %z), dimensions={0}, to_apply=%add"
+    )
+    assert reduce.called_computations == ["add"]
+    ordered = parse_instruction("%a = f32[] add(%x, %y), control-predecessors={%p, %q}")
+    assert ordered.control_predecessors == ["p", "q"]
+
+
+def test_attribute_values_of_every_form_stay_raw() -> None:
+    line = (
+        "%ar = f32[8]{0} all-reduce(f32[8]{0} %x), replica_groups=[2,4]<=[4,2]T(1,0), "
+        "sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}, window={size=3x3 stride=2x2}, "
+        "dim_labels=b01f_01io->b01f, padding=0_0x1_1, slice={[0:2:1], [0:4]}, "
+        "mesh_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, to_apply=%add"
+    )
+    attributes = parse_instruction(line).attributes
+    assert attributes["replica_groups"] == "[2,4]<=[4,2]T(1,0)"
+    assert attributes["sharding"] == "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"
+    assert attributes["window"] == "{size=3x3 stride=2x2}"
+    assert attributes["dim_labels"] == "b01f_01io->b01f"
+    assert attributes["padding"] == "0_0x1_1"
+    assert attributes["slice"] == "{[0:2:1], [0:4]}"
+    assert attributes["mesh_groups"] == "mesh['axis_0'=4,'axis_1'=2] {'axis_0'}"
+    assert list(attributes) == [
+        "replica_groups",
+        "sharding",
+        "window",
+        "dim_labels",
+        "padding",
+        "slice",
+        "mesh_groups",
+        "to_apply",
+    ]
+
+
+def test_constants_keep_their_literal() -> None:
+    module = parse_module(
+        "HloModule synthetic_literals\n\nENTRY e {\n"
+        "  a = f32[2,2]{1,0} constant({ { 1, 2 }, { 3, -inf } })\n"
+        "  b = (f32[], s32[]) constant((1.5, 2))\n"
+        "  ROOT c = pred[] constant(true)\n}\n"
+    )
+    literals = [i.literal for i in module.entry.instructions]
+    assert literals == ["{ { 1, 2 }, { 3, -inf } }", "(1.5, 2)", "true"]
+    assert parse_module(module.to_text()) == module
+
+
+def test_syntax_error_fields_point_at_the_bad_token() -> None:
+    text = "HloModule synthetic_bad\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  ROOT r = f32[2]{0} add(p, p)), x=1\n}\n"
+    with pytest.raises(HloSyntaxError) as caught:
+        parse_module(text, file="bad.hlo")
+    error = caught.value
+    assert (error.file, error.line) == ("bad.hlo", 5)
+    assert error.column == text.splitlines()[4].index("))") + 2
+    assert "add(p, p))" in error.text and error.expected
+    assert str(error).startswith("bad.hlo:5:")
+
+
+def test_unexpected_end_and_bad_shape_are_syntax_errors() -> None:
+    with pytest.raises(HloSyntaxError) as caught:
+        parse_module("HloModule synthetic_cut\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0)\n")
+    assert caught.value.line == 3 and "end of input" in caught.value.reason
+    with pytest.raises(HloSyntaxError) as bad_shape:
+        parse_instruction("%x = f32[2]{0:Q(3)} parameter(0)")
+    assert bad_shape.value.line == 1
+    with pytest.raises(HloSyntaxError):
+        parse_instruction("%x = f32[2]{0} parameter(zero)")
+    with pytest.raises(HloSyntaxError, match="given twice"):
+        parse_instruction("%x = f32[] add(%a, %b), metadata={}, metadata={}")
+
+
+def test_parse_file_uses_the_cache(tmp_path: Path, fixtures_dir: Path) -> None:
+    source = fixtures_dir / "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt"
+    if not source.is_file():
+        pytest.skip("matmul fixture not present")
+    copy = tmp_path / "m.hlo"
+    copy.write_text(source.read_text())
+    first = parse_file(copy)
+    entries = list((tmp_path / "cache" / "hlo").glob("*.pickle"))
+    assert len(entries) == 1
+    assert parse_file(copy) == first
+    copy.write_text(source.read_text().replace("HloModule ", "HloModule changed_", 1))
+    assert parse_file(copy).name.startswith("changed_")
+    assert len(list((tmp_path / "cache" / "hlo").glob("*.pickle"))) == 2
+    entries[0].write_bytes(b"damaged")
+    copy.write_text(source.read_text())
+    assert parse_file(copy) == first  # a damaged entry is a miss, not an error
+
+
+def test_non_utf8_file_is_a_syntax_error(tmp_path: Path) -> None:
+    path = tmp_path / "synthetic_binary.hlo"
+    path.write_bytes(b"HloModule m\n\xff\xfe")
+    with pytest.raises(HloSyntaxError, match="UTF-8"):
+        parse_file(path)
