@@ -61,6 +61,14 @@ class Profile:
     device: DeviceInfo
     modules: dict[str, Module] = field(default_factory=dict)
     unmatched: list[Unmatched] = field(default_factory=list)
+    # Spans of async ops (TPU "Async XLA Ops": start to done), same columns as ``ops``; kept
+    # apart so per-op time is not counted twice.  None when the trace has none.
+    async_ops: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)  # how steps were found, files skipped, …
+
+    @property
+    def unmatched_count(self) -> int:
+        return sum(item.count for item in self.unmatched)
 
     def instruction(self, module_key: str, op_name: str) -> Instruction | None:
         """The HLO instruction an op event was joined to (searching every computation)."""

@@ -1,0 +1,120 @@
+"""Finding the trace files of one profiling run under whatever path the user gave.
+
+Accepted: the log dir given to ``jax.profiler.trace`` (holding ``plugins/profile/<run>/``), the
+``plugins/profile`` dir, one run dir, or one file.  A run holds one file per host.  Formats, in
+order of preference per host: ``<host>.xplane.pb`` (full stats), then the trace-viewer JSON
+(``<host>.trace.json.gz`` / ``.trace.json``, or ``perfetto_trace.json.gz``), which drops stats
+and is capped in event count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profan.errors import TraceError
+
+XPLANE_SUFFIX = ".xplane.pb"
+JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
+PERFETTO_NAMES = ("perfetto_trace.json.gz", "perfetto_trace.json")
+
+
+@dataclass(slots=True)
+class Run:
+    """One profiling run: its name and one file per host."""
+
+    path: Path
+    name: str | None
+    files: dict[str, Path] = field(default_factory=dict)  # host -> file
+    formats: dict[str, str] = field(default_factory=dict)  # host -> "xplane" | "json"
+    skipped: list[str] = field(default_factory=list)  # files not used, and why
+
+
+def host_and_format(path: Path) -> tuple[str, str] | None:
+    """(host, format) for a trace file name, or None when it is not one."""
+    name = path.name
+    if name.endswith(XPLANE_SUFFIX):
+        return name[: -len(XPLANE_SUFFIX)], "xplane"
+    for suffix in JSON_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)], "json"
+    if name in PERFETTO_NAMES:
+        return "perfetto", "json"
+    return None
+
+
+def _runs_dir(path: Path) -> Path | None:
+    for candidate in (path / "plugins" / "profile", path / "profile", path):
+        if candidate.is_dir() and any(
+            child.is_dir() and _trace_files(child) for child in _children(candidate)
+        ):
+            return candidate
+    return None
+
+
+def _children(path: Path) -> list[Path]:
+    try:
+        return sorted(path.iterdir())
+    except OSError as error:
+        raise TraceError(str(path), f"cannot list directory: {error.strerror}") from None
+
+
+def _trace_files(path: Path) -> list[Path]:
+    return [p for p in _children(path) if p.is_file() and host_and_format(p) is not None]
+
+
+def find_run(path: str | Path, run: str | None = None) -> Run:
+    """The run to load: ``run`` by name, else the newest (by name, then modification time)."""
+    root = Path(path)
+    if not root.exists():
+        raise TraceError(str(root), "no such file or directory")
+    if root.is_file():
+        found = host_and_format(root)
+        if found is None:
+            raise TraceError(
+                str(root),
+                "not a trace file (expected *.xplane.pb, *.trace.json.gz, *.trace.json "
+                "or perfetto_trace.json.gz)",
+            )
+        host, fmt = found
+        return Run(root.parent, None, {host: root}, {host: fmt})
+    if _trace_files(root):
+        return _collect(root, root.name if root.parent.name == "profile" else None)
+    runs_dir = _runs_dir(root)
+    if runs_dir is None:
+        raise TraceError(
+            str(root),
+            "no trace files found (looked for plugins/profile/<run>/<host>.xplane.pb, "
+            "<host>.trace.json.gz, perfetto_trace.json.gz)",
+        )
+    runs = [child for child in _children(runs_dir) if child.is_dir() and _trace_files(child)]
+    if run is not None:
+        chosen = [r for r in runs if r.name == run]
+        if not chosen:
+            names = ", ".join(r.name for r in runs)
+            raise TraceError(str(root), f"no run named {run!r} (runs: {names})")
+        return _collect(chosen[0], run)
+    # Run names are timestamps (YYYY_MM_DD_HH_MM_SS): newest sorts last; mtime breaks ties.
+    newest = max(runs, key=lambda r: (r.name, r.stat().st_mtime))
+    return _collect(newest, newest.name)
+
+
+def _collect(run_dir: Path, name: str | None) -> Run:
+    found = Run(run_dir, name)
+    for file in _trace_files(run_dir):
+        host, fmt = host_and_format(file)  # type: ignore[misc]
+        if host in found.files:
+            if found.formats[host] == "xplane":
+                found.skipped.append(f"{file.name} (the xplane of host {host} is used)")
+                continue
+            if fmt != "xplane":
+                found.skipped.append(f"{file.name} (another JSON of host {host} is used)")
+                continue
+            found.skipped.append(f"{found.files[host].name} (the xplane of host {host} is used)")
+        found.files[host] = file
+        found.formats[host] = fmt
+    # perfetto_trace.json.gz repeats a host's trace-viewer JSON when both exist.
+    if "perfetto" in found.files and len(found.files) > 1:
+        found.skipped.append(f"{found.files.pop('perfetto').name} (per-host files are used)")
+        found.formats.pop("perfetto")
+    return found

@@ -1,0 +1,745 @@
+"""Serialized ``xla.HloProto`` (as embedded in traces) -> profan's HLO model, without jax.
+
+The profiler stores each program it saw as a serialized ``HloProto`` in the ``/host:metadata``
+plane.  This module decodes it with profan's own schema subset (``hlo.proto``) and builds
+``profan.hlo.model`` objects directly.  Attribute values are produced in the exact text form XLA's
+HLO printer writes (and the text parser keeps), e.g. ``replica_groups={{0,1},{2,3}}`` or
+``[4,2]<=[2,4]T(1,0)``, ``lhs_contracting_dims={1}``, ``window={size=3x3 pad=1_1x1_1}``, so code
+downstream works the same whichever source a module came from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+from google.protobuf.message import DecodeError, Message
+
+from profan.errors import TraceError
+from profan.hlo.model import (
+    Computation,
+    FileLocation,
+    Instruction,
+    Layout,
+    Module,
+    Operand,
+    Shape,
+    StackFrame,
+    StackFrameTables,
+)
+from profan.trace.protoschema import load_schema
+
+_COMBINED_DIMENSION = -(2**63)  # a tile dimension printed as '*'
+
+
+@cache
+def _classes() -> dict[str, type[Message]]:
+    return load_schema("hlo.proto")
+
+
+@cache
+def _enum_names(enum: str) -> dict[int, str]:
+    descriptor = _classes()["xla.HloProto"].DESCRIPTOR.file.enum_types_by_name[enum]
+    return {value.number: value.name for value in descriptor.values}
+
+
+def _dtype(element_type: int) -> str:
+    name = _enum_names("PrimitiveType").get(element_type, f"type{element_type}")
+    return {"TUPLE": "tuple", "OPAQUE_TYPE": "opaque", "TOKEN": "token"}.get(name, name.lower())
+
+
+def decode_hlo_proto(data: bytes, *, where: str) -> Message:
+    """Parse serialized ``xla.HloProto`` bytes (``where`` names them in errors)."""
+    try:
+        return _classes()["xla.HloProto"].FromString(data)
+    except DecodeError as error:
+        raise TraceError(where, f"embedded HloProto does not decode: {error}") from None
+
+
+def module_from_proto_bytes(data: bytes, *, where: str) -> Module:
+    """A ``Module`` from serialized ``HloProto`` (or bare ``HloModuleProto``) bytes."""
+    proto = decode_hlo_proto(data, where=where)
+    module_proto = proto.hlo_module
+    if not module_proto.computations:
+        raise TraceError(where, "embedded HloProto holds no computations")
+    return module_from_proto(module_proto)
+
+
+# ------------------------------------------------------------------------------ shapes
+
+
+def _layout(proto: Message, rank: int) -> Layout | None:
+    minor_to_major = tuple(proto.minor_to_major)
+    tiles = tuple(
+        tuple(None if d == _COMBINED_DIMENSION else d for d in tile.dimensions)
+        for tile in proto.tiles
+    )
+    dim_level_names = {0: "D", 1: "C", 2: "S", 3: "H"}
+    physical = _shape(proto.physical_shape) if proto.HasField("physical_shape") else None
+    index_type = _dtype(proto.index_primitive_type) if proto.index_primitive_type else None
+    pointer_type = _dtype(proto.pointer_primitive_type) if proto.pointer_primitive_type else None
+    layout = Layout(
+        minor_to_major=minor_to_major,
+        tiles=tiles,
+        element_size_bits=proto.element_size_in_bits or None,
+        memory_space=proto.memory_space,
+        dim_level_types=tuple(dim_level_names.get(t, "D") for t in proto.dim_level_types),
+        tail_padding_alignment=(
+            proto.tail_padding_alignment_in_elements
+            if proto.tail_padding_alignment_in_elements > 1
+            else None
+        ),
+        index_primitive_type=index_type,
+        pointer_primitive_type=pointer_type,
+        dynamic_shape_metadata_prefix_bytes=proto.dynamic_shape_metadata_prefix_bytes or None,
+        split_configs=tuple(
+            f"{c.dimension}:{','.join(map(str, c.split_indices))}" for c in proto.split_configs
+        ),
+        physical_shape=physical,
+    )
+    if rank == 0 and layout == Layout(minor_to_major=()):
+        return None  # XLA prints a plain scalar with a default layout without braces
+    return layout
+
+
+def _shape(proto: Message) -> Shape:
+    dtype = _dtype(proto.element_type)
+    if dtype == "tuple":
+        return Shape("tuple", tuple_shapes=tuple(_shape(s) for s in proto.tuple_shapes))
+    if dtype in ("token", "opaque"):
+        return Shape(dtype)
+    dims = tuple(proto.dimensions)
+    dynamic = tuple(proto.is_dynamic_dimension) or (False,) * len(dims)
+    layout = _layout(proto.layout, len(dims)) if proto.HasField("layout") else None
+    return Shape(dtype, dims, dynamic, layout)
+
+
+def shape_text(shape: Shape) -> str:
+    """A shape as XLA prints it (with its layout)."""
+    if shape.dtype == "tuple":
+        return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
+    if shape.dtype in ("token", "opaque"):
+        return f"{shape.dtype}[]"
+    dynamic = shape.dynamic or (False,) * len(shape.dims)
+    dims = ",".join(f"<={d}" if dyn else str(d) for d, dyn in zip(shape.dims, dynamic, strict=True))
+    text = f"{shape.dtype}[{dims}]"
+    if shape.layout is not None:
+        text += "{" + _layout_text(shape.layout) + "}"
+    return text
+
+
+def _layout_text(layout: Layout) -> str:
+    items: list[str] = []
+    if layout.dim_level_types:
+        items.append("D(" + ",".join(layout.dim_level_types) + ")")
+    for tile in layout.tiles:
+        items.append("T(" + ",".join("*" if d is None else str(d) for d in tile) + ")")
+    if layout.tail_padding_alignment is not None:
+        items.append(f"L({layout.tail_padding_alignment})")
+    if layout.index_primitive_type:
+        items.append(f"#({layout.index_primitive_type})")
+    if layout.pointer_primitive_type:
+        items.append(f"*({layout.pointer_primitive_type})")
+    if layout.element_size_bits is not None:
+        items.append(f"E({layout.element_size_bits})")
+    if layout.memory_space:
+        items.append(f"S({layout.memory_space})")
+    for config in layout.split_configs:
+        items.append(f"SC({config})")
+    if layout.physical_shape is not None:
+        items.append(f"P({shape_text(layout.physical_shape)})")
+    if layout.dynamic_shape_metadata_prefix_bytes is not None:
+        items.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
+    text = ",".join(map(str, layout.minor_to_major))
+    if items:
+        text += ":" + "".join(items)
+    return text
+
+
+# -------------------------------------------------------------------------- attributes
+
+
+def _ints(values: Iterable[int]) -> str:
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def _quote(text: str) -> str:
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def _iota_text(reshape: Sequence[int], transpose: Sequence[int], shape: Sequence[int]) -> str:
+    """``[shape]<=[reshape]`` plus ``T(perm)`` when the permutation is not the identity."""
+    text = "[" + ",".join(map(str, shape)) + "]<=[" + ",".join(map(str, reshape)) + "]"
+    if list(transpose) and list(transpose) != list(range(len(transpose))):
+        text += "T(" + ",".join(map(str, transpose)) + ")"
+    return text
+
+
+def _replica_groups(proto: Message) -> str | None:
+    device_list = proto.collective_device_list
+    if proto.HasField("collective_device_list") and device_list.HasField("iota_replica_group_list"):
+        iota = device_list.iota_replica_group_list
+        return _iota_text(
+            iota.iota_reshape_dims,
+            iota.iota_transpose_perm,
+            (iota.num_replica_groups, iota.num_devices_per_group),
+        )
+    groups = list(device_list.replica_groups) or list(proto.replica_groups)
+    return "{" + ",".join(_ints(g.replica_ids) for g in groups) + "}"
+
+
+def _window(proto: Message) -> str:
+    dims = list(proto.dimensions)
+    parts: list[str] = []
+
+    def joined(values: list[str]) -> str:
+        return "x".join(values)
+
+    if dims:
+        parts.append("size=" + joined([str(d.size) for d in dims]))
+    if any(d.stride != 1 for d in dims):
+        parts.append("stride=" + joined([str(d.stride) for d in dims]))
+    if any(d.padding_low or d.padding_high for d in dims):
+        parts.append("pad=" + joined([f"{d.padding_low}_{d.padding_high}" for d in dims]))
+    if any(d.base_dilation not in (0, 1) for d in dims):
+        parts.append("lhs_dilate=" + joined([str(d.base_dilation or 1) for d in dims]))
+    if any(d.window_dilation not in (0, 1) for d in dims):
+        parts.append("rhs_dilate=" + joined([str(d.window_dilation or 1) for d in dims]))
+    if any(d.window_reversal for d in dims):
+        parts.append("rhs_reversal=" + joined([str(int(d.window_reversal)) for d in dims]))
+    return "{" + " ".join(parts) + "}"
+
+
+def _dim_labels(proto: Message, rank: int) -> str:
+    """Convolution dimension numbers as XLA's ``b01f_01io->b01f`` labels."""
+
+    def labels(batch: int, feature: int, spatial: Sequence[int], letters: str) -> str:
+        chars = ["?"] * rank
+        if 0 <= batch < rank:
+            chars[batch] = letters[0]
+        if 0 <= feature < rank:
+            chars[feature] = letters[1]
+        for index, dim in enumerate(spatial):
+            if 0 <= dim < rank:
+                chars[dim] = str(index)
+        return "".join(chars)
+
+    lhs = labels(
+        proto.input_batch_dimension,
+        proto.input_feature_dimension,
+        proto.input_spatial_dimensions,
+        "bf",
+    )
+    rhs = labels(
+        proto.kernel_input_feature_dimension,
+        proto.kernel_output_feature_dimension,
+        proto.kernel_spatial_dimensions,
+        "io",
+    )
+    out = labels(
+        proto.output_batch_dimension,
+        proto.output_feature_dimension,
+        proto.output_spatial_dimensions,
+        "bf",
+    )
+    return f"{lhs}_{rhs}->{out}"
+
+
+def _sharding(proto: Message) -> str:
+    kind = _enum_names_nested("OpSharding", "Type").get(proto.type, "OTHER")
+    if kind == "TUPLE":
+        return "{" + ", ".join(_sharding(s) for s in proto.tuple_shardings) + "}"
+    if kind == "REPLICATED":
+        body = "replicated"
+    elif kind == "MANUAL":
+        body = "manual"
+    elif kind == "UNKNOWN":
+        body = "unknown"
+    elif kind == "UNREDUCED":
+        body = "unreduced"
+    elif kind == "MAXIMAL":
+        devices = list(proto.tile_assignment_devices)
+        body = f"maximal device={devices[0] if devices else 0}"
+    else:
+        dims = list(proto.tile_assignment_dimensions)
+        if proto.iota_reshape_dims:
+            assignment = _iota_text(proto.iota_reshape_dims, proto.iota_transpose_perm, dims)
+        else:
+            assignment = (
+                "["
+                + ",".join(map(str, dims))
+                + "]"
+                + ",".join(map(str, proto.tile_assignment_devices))
+            )
+        body = f"devices={assignment}"
+        if proto.replicate_on_last_tile_dim:
+            body += " last_tile_dim_replicate"
+        elif proto.last_tile_dims:
+            names = _enum_names_nested("OpSharding", "Type")
+            body += (
+                " last_tile_dims={"
+                + ", ".join(names.get(t, "?").lower() for t in proto.last_tile_dims)
+                + "}"
+            )
+    if proto.is_shard_group:
+        body += f" shard_{'like' if proto.shard_group_type == 1 else 'as'} {proto.shard_group_id}"
+    return "{" + body + "}"
+
+
+@cache
+def _enum_names_nested(message: str, enum: str) -> dict[int, str]:
+    descriptor = _classes()[f"xla.{message}"].DESCRIPTOR.enum_types_by_name[enum]
+    return {value.number: value.name for value in descriptor.values}
+
+
+def _metadata(proto: Message) -> str | None:
+    parts: list[str] = []
+    if proto.op_type:
+        parts.append(f"op_type={_quote(proto.op_type)}")
+    if proto.op_name:
+        parts.append(f"op_name={_quote(proto.op_name)}")
+    if proto.source_file:
+        parts.append(f"source_file={_quote(proto.source_file)}")
+    if proto.source_line:
+        parts.append(f"source_line={proto.source_line}")
+    if proto.source_end_line:
+        parts.append(f"source_end_line={proto.source_end_line}")
+    if proto.source_column:
+        parts.append(f"source_column={proto.source_column}")
+    if proto.source_end_column:
+        parts.append(f"source_end_column={proto.source_end_column}")
+    if proto.deduplicated_name:
+        parts.append(f"deduplicated_name={_quote(proto.deduplicated_name)}")
+    if proto.scheduling_name:
+        parts.append(f"scheduling_name={_quote(proto.scheduling_name)}")
+    if proto.stack_frame_id:
+        parts.append(f"stack_frame_id={proto.stack_frame_id}")
+    return "{" + " ".join(parts) + "}" if parts else None
+
+
+def _number_text(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == int(value) and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _literal_values(proto: Message, dtype: str, count: int) -> list[str] | None:
+    if dtype == "pred":
+        return ["true" if v else "false" for v in proto.preds]
+    if dtype in ("f32",):
+        return [_number_text(v) for v in proto.f32s]
+    if dtype == "f64":
+        return [_number_text(v) for v in proto.f64s]
+    if dtype == "s32":
+        return [str(v) for v in proto.s32s]
+    if dtype == "s64":
+        return [str(v) for v in proto.s64s]
+    if dtype == "u32":
+        return [str(v) for v in proto.u32s]
+    if dtype == "u64":
+        return [str(v) for v in proto.u64s]
+    if dtype == "u8":
+        return [str(v) for v in proto.u8s]
+    if dtype == "s8":
+        return [str(v) for v in struct.unpack(f"<{len(proto.s8s)}b", proto.s8s)]
+    if dtype in ("bf16", "f16"):
+        raw = proto.bf16s if dtype == "bf16" else proto.f16s
+        halves = struct.unpack(f"<{len(raw) // 2}H", raw)
+        if dtype == "bf16":
+            values = [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in halves]
+        else:
+            values = [struct.unpack("<e", struct.pack("<H", h))[0] for h in halves]
+        return [_number_text(v) for v in values]
+    return None
+
+
+def _literal(proto: Message, shape: Shape) -> str:
+    """A constant's literal text (``{...}`` for large or unsupported literals)."""
+    if shape.dtype == "tuple" or not shape.is_array:
+        return "{...}"
+    count = shape.num_elements
+    values = _literal_values(proto, shape.dtype, count)
+    if values is None or len(values) != count or count > 64:
+        return "{...}"
+    if not shape.dims:
+        return values[0]
+
+    def nest(dims: tuple[int, ...], flat: list[str]) -> str:
+        if len(dims) == 1:
+            return "{" + ", ".join(flat) + "}"
+        step = len(flat) // dims[0] if dims[0] else 0
+        return (
+            "{"
+            + ", ".join(nest(dims[1:], flat[i * step : (i + 1) * step]) for i in range(dims[0]))
+            + "}"
+        )
+
+    return nest(shape.dims, values)
+
+
+# ---------------------------------------------------------------------- instructions
+
+
+def _attributes(
+    proto: Message, computations: dict[int, str], names: dict[int, str], shape: Shape
+) -> dict[str, str]:
+    """The instruction's attributes, in the order and text form XLA's printer uses."""
+    opcode = proto.opcode
+    attrs: dict[str, str] = {}
+    called = [computations.get(i, f"computation.{i}") for i in proto.called_computation_ids]
+
+    # Printed even when empty for these; only when present for the collectives/sort/map.
+    always_dims = ("broadcast", "transpose", "reverse", "reduce", "concatenate")
+    sometimes_dims = ("all-gather", "all-to-all", "reduce-scatter", "sort", "map")
+    if opcode in always_dims or (opcode in sometimes_dims and proto.dimensions):
+        attrs["dimensions"] = _ints(proto.dimensions)
+    if opcode == "iota":
+        attrs["iota_dimension"] = str(proto.dimensions[0] if proto.dimensions else 0)
+    if opcode == "get-tuple-element":
+        attrs["index"] = str(proto.tuple_index)
+    if opcode == "reduce-precision":
+        attrs["exponent_bits"] = str(proto.exponent_bits)
+        attrs["mantissa_bits"] = str(proto.mantissa_bits)
+    if opcode == "slice":
+        attrs["slice"] = (
+            "{"
+            + ", ".join(
+                f"[{d.start}:{d.limit}]" if d.stride == 1 else f"[{d.start}:{d.limit}:{d.stride}]"
+                for d in proto.slice_dimensions
+            )
+            + "}"
+        )
+    if opcode == "dynamic-slice":
+        attrs["dynamic_slice_sizes"] = _ints(proto.dynamic_slice_sizes)
+    if opcode == "pad":
+        attrs["padding"] = "x".join(
+            f"{d.edge_padding_low}_{d.edge_padding_high}"
+            + (f"_{d.interior_padding}" if d.interior_padding else "")
+            for d in proto.padding_config.dimensions
+        )
+    if proto.HasField("window") and proto.window.dimensions:
+        attrs["window"] = _window(proto.window)
+    if proto.HasField("convolution_dimension_numbers"):
+        rank = (
+            len(shape.dims)
+            if shape.is_array
+            else len(proto.convolution_dimension_numbers.input_spatial_dimensions) + 2
+        )
+        attrs["dim_labels"] = _dim_labels(proto.convolution_dimension_numbers, rank)
+    if opcode == "convolution" or proto.HasField("convolution_dimension_numbers"):
+        if proto.feature_group_count > 1:
+            attrs["feature_group_count"] = str(proto.feature_group_count)
+        if proto.batch_group_count > 1:
+            attrs["batch_group_count"] = str(proto.batch_group_count)
+    if proto.HasField("dot_dimension_numbers"):
+        dnums = proto.dot_dimension_numbers
+        if dnums.lhs_batch_dimensions:
+            attrs["lhs_batch_dims"] = _ints(dnums.lhs_batch_dimensions)
+        attrs["lhs_contracting_dims"] = _ints(dnums.lhs_contracting_dimensions)
+        if dnums.rhs_batch_dimensions:
+            attrs["rhs_batch_dims"] = _ints(dnums.rhs_batch_dimensions)
+        attrs["rhs_contracting_dims"] = _ints(dnums.rhs_contracting_dimensions)
+    if proto.HasField("precision_config"):
+        precisions = list(proto.precision_config.operand_precision)
+        if any(precisions):
+            names = _enum_names_nested("PrecisionConfig", "Precision")
+            attrs["operand_precision"] = (
+                "{" + ",".join(names.get(p, "DEFAULT").lower() for p in precisions) + "}"
+            )
+    if proto.HasField("gather_dimension_numbers"):
+        g = proto.gather_dimension_numbers
+        attrs["offset_dims"] = _ints(g.offset_dims)
+        attrs["collapsed_slice_dims"] = _ints(g.collapsed_slice_dims)
+        attrs["start_index_map"] = _ints(g.start_index_map)
+        if g.operand_batching_dims:
+            attrs["operand_batching_dims"] = _ints(g.operand_batching_dims)
+        if g.start_indices_batching_dims:
+            attrs["start_indices_batching_dims"] = _ints(g.start_indices_batching_dims)
+        attrs["index_vector_dim"] = str(g.index_vector_dim)
+        attrs["slice_sizes"] = _ints(proto.gather_slice_sizes)
+    if proto.HasField("scatter_dimension_numbers"):
+        s = proto.scatter_dimension_numbers
+        attrs["update_window_dims"] = _ints(s.update_window_dims)
+        attrs["inserted_window_dims"] = _ints(s.inserted_window_dims)
+        attrs["scatter_dims_to_operand_dims"] = _ints(s.scatter_dims_to_operand_dims)
+        if s.input_batching_dims:
+            attrs["input_batching_dims"] = _ints(s.input_batching_dims)
+        if s.scatter_indices_batching_dims:
+            attrs["scatter_indices_batching_dims"] = _ints(s.scatter_indices_batching_dims)
+        attrs["index_vector_dim"] = str(s.index_vector_dim)
+    if opcode in ("gather", "scatter") and proto.indices_are_sorted:
+        attrs["indices_are_sorted"] = "true"
+    if opcode == "scatter" and proto.unique_indices:
+        attrs["unique_indices"] = "true"
+    if opcode == "compare":
+        if proto.comparison_direction:
+            attrs["direction"] = proto.comparison_direction
+        if proto.comparison_type == "TOTALORDER":
+            attrs["type"] = proto.comparison_type
+    if opcode == "sort" and proto.is_stable:
+        attrs["is_stable"] = "true"
+    if opcode == "topk":
+        attrs["k"] = str(proto.k)
+        if proto.largest:
+            attrs["largest"] = "true"
+    if opcode == "fft":
+        attrs["fft_type"] = {0: "FFT", 1: "IFFT", 2: "RFFT", 3: "IRFFT"}.get(proto.fft_type, "FFT")
+        attrs["fft_length"] = _ints(proto.fft_length)
+    if opcode.startswith("batch-norm"):
+        attrs["epsilon"] = _number_text(proto.epsilon)
+        attrs["feature_index"] = str(proto.feature_index)
+    if opcode == "rng":
+        attrs["distribution"] = {1: "rng_uniform", 2: "rng_normal"}.get(
+            proto.distribution, "rng_uniform"
+        )
+    if opcode == "rng-bit-generator":
+        attrs["algorithm"] = {0: "rng_default", 1: "rng_three_fry", 2: "rng_philox"}.get(
+            proto.rng_algorithm, "rng_default"
+        )
+    if opcode in ("send", "recv", "send-done", "recv-done") and proto.is_host_transfer:
+        attrs["is_host_transfer"] = "true"
+    if proto.channel_id > 0:
+        attrs["channel_id"] = str(proto.channel_id)
+    collective = opcode.replace("-start", "") in (
+        "all-reduce",
+        "all-gather",
+        "all-to-all",
+        "reduce-scatter",
+        "collective-broadcast",
+        "ragged-all-to-all",
+    )
+    if collective:
+        groups = _replica_groups(proto)
+        if groups is not None:
+            attrs["replica_groups"] = groups
+        if proto.constrain_layout:
+            attrs["constrain_layout"] = "true"
+        if proto.use_global_device_ids:
+            attrs["use_global_device_ids"] = "true"
+    if proto.source_target_pairs:
+        attrs["source_target_pairs"] = (
+            "{" + ",".join(f"{{{p.source},{p.target}}}" for p in proto.source_target_pairs) + "}"
+        )
+    if opcode == "custom-call":
+        attrs["custom_call_target"] = _quote(proto.custom_call_target)
+        if proto.custom_call_has_side_effect:
+            attrs["custom_call_has_side_effect"] = "true"
+        if proto.custom_call_schedule:
+            attrs["schedule"] = {1: "SCHEDULE_LATEST", 2: "SCHEDULE_EARLIEST"}.get(
+                proto.custom_call_schedule, "SCHEDULE_NONE"
+            )
+        if proto.custom_call_api_version not in (0, 1):
+            attrs["api_version"] = {
+                2: "API_VERSION_STATUS_RETURNING",
+                3: "API_VERSION_STATUS_RETURNING_UNIFIED",
+                4: "API_VERSION_TYPED_FFI",
+            }.get(proto.custom_call_api_version, str(proto.custom_call_api_version))
+    if proto.output_operand_aliasing:
+        attrs["output_to_operand_aliasing"] = (
+            "{"
+            + ", ".join(
+                f"{_ints(alias.output_shape_index)}: "
+                f"({alias.operand_index}, {_ints(alias.operand_shape_index)})"
+                for alias in proto.output_operand_aliasing
+            )
+            + "}"
+        )
+    if proto.WhichOneof("optional_cross_program_prefetch_index"):
+        attrs["cross_program_prefetch_index"] = str(proto.cross_program_prefetch_index)
+    if opcode == "fusion":
+        attrs["kind"] = proto.fusion_kind or "kLoop"
+    # Called computations, named the way the printer names each role.
+    if called:
+        if opcode == "while" and len(called) == 2:
+            attrs["condition"] = called[1]
+            attrs["body"] = called[0]
+        elif opcode == "conditional":
+            attrs["branch_computations"] = "{" + ", ".join(called) + "}"
+        elif opcode == "select-and-scatter" and len(called) == 2:
+            attrs["select"] = called[0]
+            attrs["scatter"] = called[1]
+        elif opcode in ("fusion", "async-start"):
+            attrs["calls"] = called[0] if len(called) == 1 else "{" + ", ".join(called) + "}"
+        elif opcode == "custom-call":
+            attrs["called_computations"] = "{" + ", ".join(called) + "}"
+        else:
+            attrs["to_apply"] = called[0] if len(called) == 1 else "{" + ", ".join(called) + "}"
+    if proto.async_execution_thread and proto.async_execution_thread != "main":
+        attrs["async_execution_thread"] = _quote(proto.async_execution_thread)
+    if proto.HasField("sharding"):
+        attrs["sharding"] = _sharding(proto.sharding)
+    if proto.HasField("domain_entry_sharding"):
+        attrs["domain"] = (
+            '{kind="sharding", entry='
+            + _sharding(proto.domain_entry_sharding)
+            + ", exit="
+            + _sharding(proto.domain_exit_sharding)
+            + "}"
+        )
+    if proto.frontend_attributes.map:
+        attrs["frontend_attributes"] = (
+            "{"
+            + ",".join(
+                f"{key}={_quote(value)}"
+                for key, value in sorted(proto.frontend_attributes.map.items())
+            )
+            + "}"
+        )
+    if proto.control_predecessor_ids:
+        attrs["control-predecessors"] = (
+            "{" + ",".join(names.get(i, str(i)) for i in proto.control_predecessor_ids) + "}"
+        )
+    if proto.infeed_config:
+        attrs["infeed_config"] = _quote(proto.infeed_config.decode("utf-8", "replace"))
+    if proto.outfeed_config:
+        attrs["outfeed_config"] = _quote(proto.outfeed_config.decode("utf-8", "replace"))
+    if proto.HasField("metadata"):
+        metadata = _metadata(proto.metadata)
+        if metadata is not None:
+            attrs["metadata"] = metadata
+    if proto.backend_config:
+        text = proto.backend_config.decode("utf-8", "replace")
+        attrs["backend_config"] = text if text.startswith("{") else _quote(text)
+    return attrs
+
+
+def module_from_proto(proto: Message) -> Module:
+    """Build the model of one ``HloModuleProto``."""
+    computation_names = {c.id: c.name for c in proto.computations}
+    instruction_names = {i.id: i.name for c in proto.computations for i in c.instructions}
+    instruction_shapes: dict[int, Shape] = {}
+    schedule = {key: list(seq.instruction_ids) for key, seq in proto.schedule.sequences.items()}
+    computations: list[Computation] = []
+    for computation_proto in proto.computations:
+        by_id = {i.id: i for i in computation_proto.instructions}
+        order = schedule.get(computation_proto.id)
+        if order is None or set(order) != set(by_id):
+            order = [i.id for i in computation_proto.instructions]
+        instructions: list[Instruction] = []
+        for instruction_id in order:
+            ip = by_id[instruction_id]
+            shape = _shape(ip.shape)
+            instruction_shapes[ip.id] = shape
+            operands = [
+                Operand(instruction_names.get(o, str(o)), instruction_shapes.get(o))
+                for o in ip.operand_ids
+            ]
+            literal = _literal(ip.literal, shape) if ip.opcode == "constant" else None
+            instructions.append(
+                Instruction(
+                    name=ip.name,
+                    opcode=ip.opcode,
+                    shape=shape,
+                    operands=operands,
+                    attributes=_attributes(ip, computation_names, instruction_names, shape),
+                    is_root=ip.id == computation_proto.root_id,
+                    literal=literal,
+                    parameter_number=ip.parameter_number if ip.opcode == "parameter" else None,
+                    computation=computation_proto.name,
+                )
+            )
+        computations.append(
+            Computation(
+                name=computation_proto.name,
+                instructions=instructions,
+                is_entry=computation_proto.id == proto.entry_computation_id
+                or (
+                    not proto.entry_computation_id
+                    and computation_proto.name == proto.entry_computation_name
+                ),
+                execution_thread=(
+                    computation_proto.execution_thread
+                    if computation_proto.execution_thread not in ("", "main")
+                    else None
+                ),
+            )
+        )
+    return Module(
+        name=proto.name,
+        computations=computations,
+        attributes=_module_attributes(proto, computations),
+        stack_frames=_stack_frames(proto.stack_frame_index),
+    )
+
+
+def _module_attributes(proto: Message, computations: list[Computation]) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    if proto.schedule.sequences:
+        attrs["is_scheduled"] = "true"
+    entries = list(proto.input_output_alias.entries)
+    if entries:
+        kinds = {1: "may-alias", 2: "must-alias"}
+        attrs["input_output_alias"] = (
+            "{ "
+            + ", ".join(
+                f"{_ints(e.output_shape_index)}: ({e.parameter_number}, "
+                f"{_ints(e.parameter_shape_index)}, {kinds.get(e.kind, 'may-alias')})"
+                for e in entries
+            )
+            + " }"
+        )
+    entry = next((c for c in computations if c.is_entry), None)
+    if proto.HasField("host_program_shape") or entry is not None:
+        program = proto.host_program_shape
+        params = [shape_text(_shape(p)) for p in program.parameters]
+        result = shape_text(_shape(program.result)) if program.HasField("result") else None
+        if entry is not None and result is None:
+            params = [shape_text(p.shape) for p in entry.params]
+            result = shape_text(entry.root.shape)
+        attrs["entry_computation_layout"] = "{(" + ", ".join(params) + ")->" + str(result) + "}"
+    if proto.HasField("device_assignment"):
+        assignment = proto.device_assignment
+        if assignment.replica_count > 1:
+            attrs["replica_count"] = str(assignment.replica_count)
+        if assignment.computation_count > 1:
+            attrs["num_partitions"] = str(assignment.computation_count)
+    if proto.frontend_attributes.map:
+        attrs["frontend_attributes"] = (
+            "{"
+            + ",".join(
+                f"{key}={_quote(value)}"
+                for key, value in sorted(proto.frontend_attributes.map.items())
+            )
+            + "}"
+        )
+    return attrs
+
+
+def _stack_frames(proto: Message) -> StackFrameTables:
+    tables = StackFrameTables()
+    for index, name in enumerate(proto.file_names, start=1):
+        tables.file_names[index] = name
+    for index, name in enumerate(proto.function_names, start=1):
+        tables.function_names[index] = name
+    for index, location in enumerate(proto.file_locations, start=1):
+        tables.file_locations[index] = FileLocation(
+            file_name_id=location.file_name_id,
+            function_name_id=location.function_name_id,
+            line=location.line,
+            column=location.column or None,
+        )
+    for index, frame in enumerate(proto.stack_frames, start=1):
+        tables.stack_frames[index] = StackFrame(frame.file_location_id, frame.parent_frame_id)
+    return tables
+
+
+def backend_config_json(instruction: Instruction) -> dict[str, Any] | None:
+    """The instruction's backend_config as JSON, when it is JSON (helper for tests)."""
+    text = instruction.attributes.get("backend_config")
+    if not text or not text.startswith("{"):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

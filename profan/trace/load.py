@@ -1,0 +1,527 @@
+"""``load``: a trace path -> ``Profile`` (op executions joined to the HLO that ran).
+
+Steps: find the run and its host files (``discover``), read each host (``xplane`` / ``jsontrace``;
+hosts in parallel processes when there are several), merge, get the HLO of the modules that ran
+(embedded ``HloProto`` or a ``--hlo`` dump/file), join every op execution to its instruction by
+(program id or module name, op name), assign steps, and build the tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profan.errors import TraceError
+from profan.hlo.model import Module
+from profan.paths import cache_dir
+from profan.trace.discover import Run, find_run
+from profan.trace.hloproto import module_from_proto_bytes
+from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile, Unmatched
+from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, read_host
+
+# Columns beyond the contract's OP_COLUMNS.
+EXTRA_COLUMNS = ("run_id", "kernel_count")
+MAX_EXAMPLES = 5
+
+
+def _read_one(task: tuple[str, str, str]) -> HostTrace:
+    path, host, fmt = task
+    if fmt == "xplane":
+        return read_host(path, host)
+    from profan.trace.jsontrace import read_host_json
+
+    return read_host_json(path, host)
+
+
+def _read_hosts(run: Run, workers: int | None) -> list[HostTrace]:
+    tasks = [(str(path), host, run.formats[host]) for host, path in sorted(run.files.items())]
+    if len(tasks) == 1 or workers == 1:
+        return [_read_one(task) for task in tasks]
+    count = min(len(tasks), workers or os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(_read_one, tasks))
+
+
+def load(
+    path: str | os.PathLike[str],
+    hlo: str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    *,
+    workers: int | None = None,
+    use_cache: bool = True,
+    **options: Any,
+) -> Profile:
+    """Load a trace (log dir, ``plugins/profile``, run dir or file) into a ``Profile``.
+
+    ``hlo``: an XLA dump directory (``*after_optimizations.txt``) or one HLO text file whose
+    modules replace the HLO embedded in the trace.  ``run``: the run directory name (default:
+    the newest).  ``workers``: processes for multi-host runs (default: one per CPU, at most one
+    per host).  ``use_cache``: keep converted HLO modules under ``profan.paths.cache_dir``.
+    """
+    if options:
+        raise TypeError(f"unknown option(s): {', '.join(sorted(options))}")
+    found = find_run(path, run)
+    hosts = _read_hosts(found, workers)
+    notes = [f"skipped {item}" for item in found.skipped]
+    for host in hosts:
+        notes.extend(f"{host.host}: {note}" for note in host.notes)
+    with_ops = [h for h in hosts if h.ops]
+    if not with_ops:
+        planes = ", ".join(sorted({h.kind or "host planes only" for h in hosts}))
+        raise TraceError(
+            str(path),
+            "no op executions in the trace: no /device:TPU or /device:GPU plane with op events "
+            f"and no CPU op events with hlo_op on /host:CPU (found: {planes})",
+        )
+    kinds = {h.kind for h in with_ops}
+    if len(kinds) > 1:
+        notes.append(f"hosts disagree on the device kind: {sorted(map(str, kinds))}")
+    kind = with_ops[0].kind or "CPU"
+
+    base_ns = min(h.base_ns for h in with_ops)
+    ops = _frame([(h, h.ops) for h in with_ops], base_ns)
+    async_ops = _frame([(h, h.async_ops) for h in with_ops if h.async_ops], base_ns)
+    origin_ps = int(ops["_start_ps"].min())
+
+    modules, keys_by_program, keys_by_name = _modules(hosts, hlo, ops, use_cache)
+    module_names = {}
+    for host in hosts:
+        module_names.update(host.module_names)
+    unmatched_counter: dict[str, Counter[str]] = defaultdict(Counter)
+    _join(ops, modules, keys_by_program, keys_by_name, module_names, unmatched_counter)
+    if len(async_ops):
+        _join(
+            async_ops,
+            modules,
+            keys_by_program,
+            keys_by_name,
+            module_names,
+            unmatched_counter,
+            label=" (async span)",
+        )
+
+    steps = _assign_steps(ops, hosts, base_ns, origin_ps, notes)
+    if len(async_ops):
+        async_ops["step"] = pd.array([pd.NA] * len(async_ops), dtype="Int64")
+        if len(steps):
+            _steps_by_time(async_ops, steps, origin_ps)
+
+    profile = Profile(
+        path=str(path),
+        run=found.name,
+        ops=_finish(ops, origin_ps),
+        steps=_finish_steps(steps, origin_ps),
+        device=_device_info(kind, hosts, ops),
+        modules=modules,
+        unmatched=[
+            Unmatched(
+                reason,
+                sum(examples.values()),
+                [e for e, _ in examples.most_common()][:MAX_EXAMPLES],
+            )
+            for reason, examples in sorted(unmatched_counter.items())
+        ],
+    )
+    profile.async_ops = _finish(async_ops, origin_ps) if len(async_ops) else None
+    profile.notes = notes
+    return profile
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def _frame(parts: list[tuple[HostTrace, dict[str, np.ndarray]]], base_ns: int) -> pd.DataFrame:
+    frames = []
+    for host, columns in parts:
+        if not columns:
+            continue
+        shift = (host.base_ns - base_ns) * 1000
+        data = {name: values for name, values in columns.items() if name != "start_ps"}
+        data["_start_ps"] = columns["start_ps"] + shift
+        frame = pd.DataFrame(data, copy=False)
+        frame.insert(0, "host", host.host)
+        frame.insert(2, "device_kind", host.kind or "CPU")
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return frame.sort_values("_start_ps", kind="stable").reset_index(drop=True)
+
+
+def _finish(frame: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
+    """The public table: OP_COLUMNS (+ extras) with seconds and nullable ints."""
+    out = pd.DataFrame(
+        {
+            "host": frame["host"],
+            "device": _nullable(frame["device"]),
+            "device_kind": frame["device_kind"],
+            "module": frame["module"],
+            "module_key": frame["module_key"],
+            "program_id": _nullable_program(frame["program_id"]),
+            "op_name": frame["op_name"],
+            "step": frame["step"].astype("Int64"),
+            "start_s": (frame["_start_ps"].to_numpy() - origin_ps) / 1e12,
+            "duration_s": frame["duration_ps"].to_numpy() / 1e12,
+            "trace_flops": frame["trace_flops"],
+            "trace_bytes_accessed": frame["trace_bytes_accessed"],
+            "trace_model_flops": frame["trace_model_flops"],
+            "source": frame["source"],
+            "matched": frame["matched"].astype(bool),
+            "run_id": _nullable(frame["run_id"]),
+            "kernel_count": frame["kernel_count"].astype(np.int64),
+        }
+    )
+    assert tuple(out.columns[: len(OP_COLUMNS)]) == OP_COLUMNS
+    return out
+
+
+def _nullable_program(values: pd.Series) -> pd.Series:
+    array = values.to_numpy(dtype=np.uint64)
+    return pd.Series(pd.arrays.IntegerArray(array, array == PROGRAM_NA), index=values.index)
+
+
+def _nullable(values: pd.Series) -> pd.Series:
+    array = values.to_numpy(dtype=np.int64)
+    return pd.Series(pd.arrays.IntegerArray(array, array == NA_INT), index=values.index)
+
+
+# ------------------------------------------------------------------------------ modules
+
+
+def _modules(
+    hosts: list[HostTrace], hlo: Any, ops: pd.DataFrame, use_cache: bool
+) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]]]:
+    """Modules keyed ``name(program_id)`` (embedded) or by name (``--hlo``), plus lookups."""
+    modules: dict[str, Module] = {}
+    keys_by_program: dict[int, str] = {}
+    keys_by_name: dict[str, list[str]] = defaultdict(list)
+    if hlo is not None:
+        from profan.trace.hlofiles import modules_from_path
+
+        for module in modules_from_path(Path(hlo)):
+            key = module.name
+            if key in modules:
+                continue
+            modules[key] = module
+            keys_by_name[module.name].append(key)
+        return modules, keys_by_program, keys_by_name
+    protos: dict[int, tuple[str, bytes, str]] = {}
+    for host in hosts:
+        for program_id, (name, data) in host.hlo_protos.items():
+            protos.setdefault(program_id, (name, data, host.path))
+    used_programs = {int(p) for p in ops["program_id"].unique() if p != PROGRAM_NA}
+    used_names = set(ops["module"].dropna().unique().tolist())
+    for program_id, (name, data, where) in sorted(protos.items()):
+        key = f"{name}({program_id})"
+        keys_by_name[name].append(key)
+        keys_by_program[program_id] = key
+        if program_id not in used_programs and name not in used_names:
+            continue  # a program that did not run in the profiled window: not converted
+        modules[key] = _convert(data, f"{where}: HloProto of {key}", use_cache)
+    return modules, keys_by_program, keys_by_name
+
+
+def _convert(data: bytes, where: str, use_cache: bool) -> Module:
+    """HloProto bytes -> Module, cached by content hash under the user's cache dir."""
+    if not use_cache:
+        return module_from_proto_bytes(data, where=where)
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        file = cache_dir("hloproto") / f"{digest}.pickle"
+    except OSError:
+        return module_from_proto_bytes(data, where=where)
+    if file.is_file():
+        try:
+            with file.open("rb") as handle:
+                cached = pickle.load(handle)
+            if isinstance(cached, Module):
+                return cached
+        except Exception:  # a stale or damaged cache entry: rebuild it
+            pass
+    module = module_from_proto_bytes(data, where=where)
+    try:
+        temporary = file.with_suffix(f".{os.getpid()}.tmp")
+        with temporary.open("wb") as handle:
+            pickle.dump(module, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        temporary.replace(file)
+    except OSError:
+        pass  # caching is an optimisation only
+    return module
+
+
+# --------------------------------------------------------------------------------- join
+
+
+def _instruction_names(module: Module) -> set[str]:
+    return {i.name for c in module.computations for i in c.instructions}
+
+
+def _join(
+    frame: pd.DataFrame,
+    modules: dict[str, Module],
+    keys_by_program: dict[int, str],
+    keys_by_name: dict[str, list[str]],
+    module_names: dict[int, str],
+    unmatched: dict[str, Counter[str]],
+    label: str = "",
+) -> None:
+    """Set ``module``, ``module_key`` and ``matched``; count what does not join, per reason."""
+    program = frame["program_id"].to_numpy()
+    module = frame["module"].to_numpy(dtype=object).copy()
+    missing_name = pd.isna(module)
+    if missing_name.any():
+        fill = np.array(
+            [module_names.get(int(p)) if p != PROGRAM_NA else None for p in program[missing_name]],
+            dtype=object,
+        )
+        module[missing_name] = fill
+    frame["module"] = module
+    pairs = pd.DataFrame({"p": program, "m": module, "o": frame["op_name"].to_numpy(dtype=object)})
+    codes, uniques = pd.MultiIndex.from_frame(pairs.fillna({"m": "\x00", "o": "\x00"})).factorize()
+    names_cache: dict[str, set[str]] = {}
+    keys = np.empty(len(uniques), dtype=object)
+    matched = np.zeros(len(uniques), dtype=bool)
+    reasons: list[str | None] = [None] * len(uniques)
+    for index, (program_id, module_name, op_name) in enumerate(uniques):
+        module_name = None if module_name == "\x00" else module_name
+        op_name = None if op_name == "\x00" else op_name
+        key, reason = _module_key(
+            int(program_id), module_name, modules, keys_by_program, keys_by_name
+        )
+        keys[index] = key
+        if key is not None and op_name is not None:
+            if key not in names_cache:
+                names_cache[key] = _instruction_names(modules[key])
+            if op_name in names_cache[key]:
+                matched[index] = True
+                continue
+            reason = "op not found in its module's HLO"
+        elif op_name is None:
+            reason = "event without an op name"
+        reasons[index] = (reason or "unknown") + label
+    frame["module_key"] = keys[codes]
+    frame["matched"] = matched[codes]
+    counts = np.bincount(codes, minlength=len(uniques))
+    for index, reason in enumerate(reasons):
+        if reason is None:
+            continue
+        program_id, module_name, op_name = uniques[index]
+        where = module_name if module_name != "\x00" else f"program {program_id}"
+        unmatched[reason][f"{where}/{op_name}"] += int(counts[index])
+
+
+def _module_key(
+    program_id: int,
+    module_name: str | None,
+    modules: dict[str, Module],
+    keys_by_program: dict[int, str],
+    keys_by_name: dict[str, list[str]],
+) -> tuple[str | None, str | None]:
+    if program_id != PROGRAM_NA and program_id in keys_by_program:
+        key = keys_by_program[program_id]
+        if key in modules:
+            return key, None
+    if module_name is None:
+        if program_id == PROGRAM_NA:
+            return None, "event names neither a module nor a program id"
+        return None, "no HLO for the event's program id"
+    candidates = [k for k in keys_by_name.get(module_name, []) if k in modules]
+    if len(candidates) == 1:
+        return candidates[0], None
+    if len(candidates) > 1:
+        return None, "module name matches several programs and the event has no program id"
+    return None, "no HLO for the event's module"
+
+
+# -------------------------------------------------------------------------------- steps
+
+
+def _assign_steps(
+    ops: pd.DataFrame,
+    hosts: list[HostTrace],
+    base_ns: int,
+    origin_ps: int,
+    notes: list[str],
+) -> pd.DataFrame:
+    """Give every op a step; return the steps table (step, start_ps, end_ps, duration_ps)."""
+    ops["step"] = pd.array(np.full(len(ops), pd.NA), dtype="Int64")
+    marks = []
+    for host in hosts:
+        shift = (host.base_ns - base_ns) * 1000
+        marks += [(n, s + shift, e + shift, src) for n, s, e, src in host.step_marks]
+    if marks:
+        table = pd.DataFrame(marks, columns=["step", "start_ps", "end_ps", "source"])
+        per_step = table.groupby("step").agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))
+        durations = (table["end_ps"] - table["start_ps"]).groupby(table["step"]).max()
+        per_step["duration_ps"] = durations
+        per_step = per_step.reset_index().sort_values("start_ps")
+        notes.append(f"steps from {table['source'].iloc[0]} ({len(per_step)} steps)")
+        _steps_by_time(ops, per_step, 0, by_execution=True)
+        return per_step
+    return _steps_from_dominant_module(ops, hosts, base_ns, notes)
+
+
+def _steps_by_time(
+    frame: pd.DataFrame, steps: pd.DataFrame, origin_ps: int, by_execution: bool = False
+) -> None:
+    """Step of each row: the step window holding its start (or its execution's start)."""
+    starts = steps["start_ps"].to_numpy()
+    ends = steps["end_ps"].to_numpy()
+    numbers = steps["step"].to_numpy()
+    times = frame["_start_ps"].to_numpy()
+    if by_execution and "run_id" in frame and (frame["run_id"] != NA_INT).any():
+        # CPU: an execution's ops run on several threads; date the whole execution by its
+        # first op so every op of one (run_id, device) lands in the same step.
+        group = frame.groupby(["run_id", "device"], sort=False)["_start_ps"].transform("min")
+        has_run = frame["run_id"].to_numpy() != NA_INT
+        times = np.where(has_run, group.to_numpy(), times)
+    slot = np.searchsorted(starts, times, side="right") - 1
+    valid = (slot >= 0) & (times < ends[np.clip(slot, 0, None)])
+    values = np.where(valid, numbers[np.clip(slot, 0, None)], 0)
+    frame["step"] = pd.array(np.where(valid, values, 0), dtype="Int64")
+    frame.loc[~valid, "step"] = pd.NA
+
+
+def _steps_from_dominant_module(
+    ops: pd.DataFrame, hosts: list[HostTrace], base_ns: int, notes: list[str]
+) -> pd.DataFrame:
+    """No step markers: one step per execution of the module with the most op time."""
+    busy = ops.groupby("module", dropna=True)["duration_ps"].sum()
+    if busy.empty:
+        notes.append("no steps: no step markers and no module names on the ops")
+        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
+    dominant = str(busy.idxmax())
+    windows: list[tuple[int, Any, int, int]] = []  # (step, device, start, end)
+    runs = []
+    for host in hosts:
+        if host.module_runs:
+            shift = (host.base_ns - base_ns) * 1000
+            table = pd.DataFrame(host.module_runs)
+            table = table[table["module"] == dominant]
+            runs.append(
+                pd.DataFrame(
+                    {
+                        "device": [f"{host.host}/{d}" for d in table["device"]],
+                        "start": table["start_ps"].to_numpy() + shift,
+                        "end": table["start_ps"].to_numpy()
+                        + table["duration_ps"].to_numpy()
+                        + shift,
+                    }
+                )
+            )
+    ops_device = ops["host"].astype(str) + "/" + ops["device"].astype(str)
+    if runs:
+        source = "XLA Modules line"
+        table = pd.concat(runs).sort_values("start")
+        table["step"] = table.groupby("device").cumcount()
+        windows = list(table[["step", "device", "start", "end"]].itertuples(index=False))
+    elif (ops["run_id"] != NA_INT).any():
+        source = "run_id of each execution"
+        mine = ops[ops["module"] == dominant]
+        mine = mine.assign(
+            devkey=ops_device[mine.index], _end=mine["_start_ps"] + mine["duration_ps"]
+        )
+        spans = (
+            mine.groupby(["run_id", "devkey"])
+            .agg(start=("_start_ps", "min"), end=("_end", "max"))
+            .reset_index()
+        )
+        first = spans.groupby("run_id")["start"].min().sort_values()
+        order = {run: index for index, run in enumerate(first.index)}
+        windows = [
+            (order[r.run_id], r.devkey, int(r.start), int(r.end))
+            for r in spans.itertuples(index=False)
+        ]
+    else:
+        source = "recurrences of the first op"
+        mine = ops[ops["module"] == dominant].assign(devkey=ops_device)
+        for device, group in mine.groupby("devkey", sort=False):
+            group = group.sort_values("_start_ps")
+            first_op = group["op_name"].iloc[0]
+            step_of = (group["op_name"] == first_op).cumsum() - 1
+            ends = group["_start_ps"] + group["duration_ps"]
+            for step, part in group.groupby(step_of):
+                windows.append(
+                    (int(step), device, int(part["_start_ps"].min()), int(ends[part.index].max()))
+                )
+    if not windows:
+        notes.append(f"no steps: found no executions of the dominant module {dominant}")
+        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
+    table = pd.DataFrame(windows, columns=["step", "device", "start", "end"])
+    # Each op belongs to the latest execution (on its device) that started at or before it.
+    steps = np.full(len(ops), -1, dtype=np.int64)
+    device_codes = ops_device.to_numpy()
+    times = ops["_start_ps"].to_numpy()
+    for device, group in table.groupby("device", sort=False):
+        group = group.sort_values("start")
+        rows = np.flatnonzero(device_codes == device)
+        slot = np.searchsorted(group["start"].to_numpy(), times[rows], side="right") - 1
+        ok = slot >= 0
+        steps[rows[ok]] = group["step"].to_numpy()[slot[ok]]
+    ops["step"] = pd.array(np.where(steps >= 0, steps, 0), dtype="Int64")
+    ops.loc[steps < 0, "step"] = pd.NA
+    per_step = table.groupby("step").agg(start_ps=("start", "min"), end_ps=("end", "max"))
+    per_step["duration_ps"] = (table["end"] - table["start"]).groupby(table["step"]).max()
+    notes.append(
+        f"steps: one per execution of the dominant module {dominant} ({source}; "
+        f"{len(per_step)} steps)"
+    )
+    return per_step.reset_index()
+
+
+def _finish_steps(steps: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
+    """Steps in seconds since the profile's first op (``duration_s``: the slowest device's)."""
+    if steps.empty:
+        return pd.DataFrame(
+            {"step": pd.array([], dtype="Int64"), "start_s": [], "end_s": [], "duration_s": []}
+        )
+    return pd.DataFrame(
+        {
+            "step": pd.array(steps["step"].to_numpy(dtype=np.int64), dtype="Int64"),
+            "start_s": (steps["start_ps"].to_numpy(dtype=np.int64) - origin_ps) / 1e12,
+            "end_s": (steps["end_ps"].to_numpy(dtype=np.int64) - origin_ps) / 1e12,
+            "duration_s": steps["duration_ps"].to_numpy(dtype=np.float64) / 1e12,
+        }
+    )
+
+
+# ------------------------------------------------------------------------------- device
+
+
+def _device_info(kind: str, hosts: list[HostTrace], ops: pd.DataFrame) -> DeviceInfo:
+    stats: dict[str, Any] = {}
+    for host in hosts:
+        for ordinal in sorted(host.devices):
+            stats = host.devices[ordinal]
+            break
+        if stats:
+            break
+    type_string = stats.get("device_type_string")
+    peak_flops = stats.get("peak_teraflops_per_second")
+    peak_hbm = stats.get("peak_hbm_bw_gigabytes_per_second")
+    device_count = sum(len(h.devices) for h in hosts)
+    if not device_count:
+        device_count = int(ops.groupby(["host", "device"]).ngroups)
+    return DeviceInfo(
+        kind=kind,
+        type_string=type_string if isinstance(type_string, str) else None,
+        count=device_count,
+        hosts=sorted({h.host for h in hosts}),
+        peak_flops_per_s=float(peak_flops) * 1e12 if peak_flops else None,
+        peak_hbm_bytes_per_s=(
+            float(peak_hbm) * 1e9
+            if peak_hbm
+            else float(stats["memory_bandwidth"])
+            if stats.get("memory_bandwidth")
+            else None
+        ),
+        stats={k: v for k, v in stats.items() if not isinstance(v, bytes)},
+    )

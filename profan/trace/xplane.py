@@ -1,0 +1,607 @@
+"""Reading one host's ``*.xplane.pb`` into flat columns of op executions (``HostTrace``).
+
+Reader choice (measured with ``benchmarks/load_trace.py`` on a 69 MB, 250-step CPU trace; see
+that script for the numbers): profan decodes XSpace with its own schema (``xplane.proto``,
+compiled at run time by ``protoschema``) on the ``protobuf`` runtime (upb), using *views* of
+the messages that leave each line's events serialized, and decodes the events in bulk with numpy
+(``profan.trace.wire``).  xprof's native reader (``xprof.profile_data``) hands out one ctypes
+object per event and stats as strings, which is far slower per event, needs the optional xprof
+package, and xprof's converters write cache files next to the trace; its tools (``hlo_stats``,
+``overview_page``) aggregate away the per-execution rows profan needs.  So xprof is used only
+as a point of comparison in the benchmark.
+
+Where stats live (learned from real traces):
+
+* TPU: ``/device:TPU:N`` planes; ``XLA Ops`` events name their op in the event metadata's
+  ``display_name`` (the metadata name is the HLO text line) and carry ``program_id``, ``flops``,
+  ``bytes_accessed``, ``model_flops``, ``source``, ``tf_op`` as *event-metadata* stats;
+  ``XLA Modules`` events are executions named ``module(program_id)``; ``Async XLA Ops`` spans
+  run from an async start to its done (event stat ``hlo_op`` names the done).
+* GPU: ``/device:GPU:N`` planes, ``Stream #N(...)`` lines; kernel events carry *event-level*
+  stats ``hlo_op``, ``hlo_module``, ``program_id`` (as references to stat-metadata names).
+  One HLO op may launch several kernels.
+* CPU: ``/host:CPU`` thread lines; op events carry event-level ``hlo_op``, ``hlo_module``,
+  ``program_id``, ``run_id``, ``device_ordinal``.  ``StepTraceAnnotation`` events carry
+  ``step_num``.
+* ``/host:metadata``: one event metadata per program, stat ``Hlo Proto`` (serialized
+  ``xla.HloProto``), named ``module(program_id)`` (CPU traces add a ``program_id`` stat).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError, Message
+
+from profan.errors import TraceError
+from profan.trace.protoschema import load_schema
+from profan.trace.wire import (
+    KIND_DOUBLE,
+    KIND_GZIP,
+    KIND_INT,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT,
+    EventArrays,
+    WireError,
+    decode_events,
+)
+
+_DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
+_MODULE_WITH_ID = re.compile(r"^(.*)\((\d+)\)$")
+_HLO_LINE_NAME = re.compile(r"^%?([^\s=]+)\s*=")
+
+# Columns of HostTrace.ops (numpy arrays or object arrays, one entry per op execution).
+NA_INT = -(2**63)
+PROGRAM_NA = np.uint64(2**64 - 1)  # program ids are uint64 (TPU ids use all 64 bits)
+
+
+@dataclass(slots=True)
+class HostTrace:
+    """What one host's file recorded, as plain arrays (cheap to send between processes)."""
+
+    host: str
+    path: str
+    kind: str | None = None  # "TPU" | "GPU" | "CPU"
+    base_ns: int = 0  # op start times are picoseconds after this (ns since the epoch)
+    devices: dict[int, dict[str, Any]] = field(default_factory=dict)  # plane stats per device
+    ops: dict[str, np.ndarray] = field(default_factory=dict)
+    async_ops: dict[str, np.ndarray] = field(default_factory=dict)
+    module_runs: dict[str, np.ndarray] = field(default_factory=dict)  # TPU "XLA Modules"
+    step_marks: list[tuple[int, int, int, str]] = field(default_factory=list)
+    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # program id ->
+    module_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
+    notes: list[str] = field(default_factory=list)
+
+
+def _classes() -> dict[str, type[Message]]:
+    return load_schema("xplane.proto")
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise TraceError(str(path), f"cannot read: {error.strerror}") from None
+    if path.name.endswith(".gz") or data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, ValueError) as error:
+            raise TraceError(str(path), f"not a valid gzip file: {error}") from None
+    return data
+
+
+def decode_xspace_view(data: bytes, path: str) -> Message:
+    if not data:
+        raise TraceError(path, "the file is empty")
+    try:
+        space = _classes()["tensorflow.profiler.XSpaceView"].FromString(data)
+    except DecodeError as error:
+        raise TraceError(
+            path, f"not a readable XSpace protobuf (damaged or truncated?): {error}"
+        ) from None
+    if not space.planes:
+        raise TraceError(path, "the XSpace holds no planes")
+    return space
+
+
+def _stat_value(stat: Message, names: dict[int, str]) -> Any:
+    which = stat.WhichOneof("value")
+    if which is None:
+        return None
+    value = getattr(stat, which)
+    if which == "ref_value":
+        return names.get(value)
+    if which == "compressed_str_value":
+        try:
+            return gzip.decompress(value).decode("utf-8", "replace")
+        except (OSError, EOFError):
+            return None
+    return value
+
+
+def plane_stats(plane: Message) -> dict[str, Any]:
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    return {
+        names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, names) for s in plane.stats
+    }
+
+
+class _PlaneStats:
+    """Stat ids of one plane and vectorised lookups of stat values in decoded events."""
+
+    def __init__(self, plane: Message) -> None:
+        self.names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        self.ids: dict[str, int] = {}
+        for key, name in self.names.items():
+            self.ids.setdefault(name, key)
+        self._ref_names = (
+            np.array(
+                [self.names.get(i) for i in range(max(self.names, default=0) + 1)], dtype=object
+            )
+            if self.names and max(self.names) < 1_000_000
+            else None
+        )
+
+    def id(self, name: str) -> int | None:
+        return self.ids.get(name)
+
+    def _rows(self, events: EventArrays, name: str) -> np.ndarray:
+        stat_id = self.ids.get(name)
+        if stat_id is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(events.stat_metadata_id == stat_id)
+
+    def ints(self, events: EventArrays, name: str, default: np.ndarray) -> np.ndarray:
+        rows = self._rows(events, name)
+        out = default
+        if rows.size:
+            kind = events.stat_kind[rows]
+            good = np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))
+            out[events.stat_event[rows[good]]] = events.stat_int[rows[good]]
+            doubles = rows[kind == KIND_DOUBLE]
+            out[events.stat_event[doubles]] = events.stat_double[doubles].astype(np.int64)
+        return out
+
+    def uints(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        """Unsigned values (program ids) into a uint64 array."""
+        rows = self._rows(events, name)
+        if rows.size:
+            kind = events.stat_kind[rows]
+            good = rows[np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))]
+            out[events.stat_event[good]] = events.stat_int[good].view(np.uint64)
+        return out
+
+    def floats(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        rows = self._rows(events, name)
+        if rows.size:
+            kind = events.stat_kind[rows]
+            whole = rows[np.isin(kind, (KIND_INT, KIND_UINT))]
+            out[events.stat_event[whole]] = events.stat_int[whole].astype(np.float64)
+            doubles = rows[kind == KIND_DOUBLE]
+            out[events.stat_event[doubles]] = events.stat_double[doubles]
+        return out
+
+    def strings(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        """String values (str, ref or compressed) into an object array (None where absent)."""
+        rows = self._rows(events, name)
+        if not rows.size:
+            return out
+        kind = events.stat_kind[rows]
+        refs = rows[kind == KIND_REF]
+        if refs.size:
+            ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
+            names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
+            out[events.stat_event[refs]] = names[inverse]
+        texts = rows[np.isin(kind, (KIND_STR, KIND_GZIP))]
+        for row in texts:
+            raw = events.stat_text(int(row))
+            if events.stat_kind[row] == KIND_GZIP:
+                try:
+                    raw = gzip.decompress(raw)
+                except (OSError, EOFError):
+                    continue
+            out[events.stat_event[row]] = raw.decode("utf-8", "replace")
+        return out
+
+
+def _metadata_stats(plane: Message, wanted: tuple[str, ...]) -> dict[int, dict[str, Any]]:
+    """Stats stored on event metadata (constant for all events of that metadata)."""
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    found: dict[int, dict[str, Any]] = {}
+    for key, meta in plane.event_metadata.items():
+        if not meta.stats:
+            continue
+        values = {}
+        for stat in meta.stats:
+            name = names.get(stat.metadata_id)
+            if name in wanted:
+                values[name] = _stat_value(stat, names)
+        if values:
+            found[key] = values
+    return found
+
+
+def _decode_line(line: Message, path: str, **options: Any) -> EventArrays:
+    try:
+        return decode_events(list(line.events), **options)
+    except WireError as error:
+        raise TraceError(path, f"damaged events on line {line.name!r}: {error}") from None
+
+
+def read_host(path: str, host: str) -> HostTrace:
+    """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
+    file = Path(path)
+    space = decode_xspace_view(read_bytes(file), path)
+    trace = HostTrace(host=host, path=path)
+    device_planes = []
+    host_plane = None
+    for plane in space.planes:
+        match = _DEVICE_PLANE.match(plane.name)
+        if match:
+            device_planes.append((match.group(1), int(match.group(2)), plane))
+        elif plane.name == "/host:CPU":
+            host_plane = plane
+        elif plane.name == "/host:metadata":
+            _read_metadata(plane, trace)
+    timestamps = [
+        line.timestamp_ns for _, _, plane in device_planes for line in plane.lines if line.events
+    ]
+    if host_plane is not None:
+        timestamps += [line.timestamp_ns for line in host_plane.lines if line.events]
+    trace.base_ns = min(timestamps, default=0)
+
+    builder = _OpColumns()
+    async_builder = _OpColumns()
+    runs = _OpColumns()
+    if device_planes:
+        kinds = {kind for kind, _, _ in device_planes}
+        trace.kind = "TPU" if "TPU" in kinds else "GPU"
+        for kind, ordinal, plane in device_planes:
+            trace.devices[ordinal] = plane_stats(plane)
+            if kind == "TPU":
+                _read_tpu_plane(plane, ordinal, trace, builder, async_builder, runs, path)
+            else:
+                _read_gpu_plane(plane, ordinal, trace, builder, path)
+        if host_plane is not None:
+            _read_host_plane(host_plane, trace, None, path)
+    elif host_plane is not None:
+        trace.kind = "CPU"
+        _read_host_plane(host_plane, trace, builder, path)
+    trace.ops = builder.finish()
+    trace.async_ops = async_builder.finish()
+    trace.module_runs = runs.finish()
+    return trace
+
+
+def _read_metadata(plane: Message, trace: HostTrace) -> None:
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    for meta in plane.event_metadata.values():
+        proto = None
+        program_id = None
+        for stat in meta.stats:
+            name = names.get(stat.metadata_id)
+            if name == "Hlo Proto":
+                proto = stat.bytes_value or stat.str_value.encode()
+            elif name == "program_id":
+                program_id = int(_stat_value(stat, names))
+        match = _MODULE_WITH_ID.match(meta.name)
+        module_name = match.group(1) if match else meta.name
+        if program_id is None and match:
+            program_id = int(match.group(2))
+        if proto and program_id is not None:
+            trace.hlo_protos[program_id] = (module_name, proto)
+            trace.module_names[program_id] = module_name
+
+
+class _OpColumns:
+    """Accumulates per-line column arrays, concatenated once at the end."""
+
+    NAMES = (
+        "device",
+        "module",
+        "program_id",
+        "op_name",
+        "start_ps",
+        "duration_ps",
+        "trace_flops",
+        "trace_bytes_accessed",
+        "trace_model_flops",
+        "source",
+        "run_id",
+        "kernel_count",
+        "line",
+    )
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.NAMES}
+
+    def add(self, **columns: np.ndarray) -> None:
+        count = len(columns["start_ps"])
+        defaults: dict[str, Any] = {
+            "module": None,
+            "program_id": PROGRAM_NA,
+            "source": None,
+            "run_id": NA_INT,
+            "trace_flops": np.nan,
+            "trace_bytes_accessed": np.nan,
+            "trace_model_flops": np.nan,
+            "kernel_count": 1,
+            "line": None,
+            "op_name": None,
+            "device": NA_INT,
+        }
+        for name in self.NAMES:
+            value = columns.get(name)
+            if value is None:
+                default = defaults[name]
+                dtype = object if default is None else np.asarray(default).dtype
+                value = np.full(count, default, dtype=dtype)
+            elif not isinstance(value, np.ndarray):
+                value = np.full(count, value, dtype=object if isinstance(value, str) else None)
+            self.parts[name].append(value)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        if not self.parts["start_ps"]:
+            return {}
+        return {name: np.concatenate(parts) for name, parts in self.parts.items()}
+
+
+def _line_times(line: Message, events: EventArrays, base_ns: int) -> np.ndarray:
+    return events.offset_ps + (line.timestamp_ns - base_ns) * 1000
+
+
+def _read_tpu_plane(
+    plane: Message,
+    ordinal: int,
+    trace: HostTrace,
+    ops: _OpColumns,
+    async_ops: _OpColumns,
+    runs: _OpColumns,
+    path: str,
+) -> None:
+    stats = _PlaneStats(plane)
+    wanted = (
+        "hlo_op",
+        "hlo_module",
+        "program_id",
+        "flops",
+        "bytes_accessed",
+        "model_flops",
+        "source",
+        "tf_op",
+        "run_id",
+        "step_num",
+        "group_id",
+    )
+    stat_ids = [stats.id(name) for name in wanted if stats.id(name) is not None]
+    meta_stats = _metadata_stats(plane, wanted)
+    for line in plane.lines:
+        if line.name not in ("XLA Ops", "Async XLA Ops", "XLA Modules", "Steps") or not line.events:
+            continue
+        events = _decode_line(line, path, wanted_stats=stat_ids)
+        count = len(events)
+        start = _line_times(line, events, trace.base_ns)
+        if line.name == "XLA Modules":
+            names = np.empty(count, dtype=object)
+            program = np.full(count, PROGRAM_NA, dtype=np.uint64)
+            for key in np.unique(events.metadata_id):
+                meta = plane.event_metadata.get(int(key))
+                name = meta.name if meta is not None else str(key)
+                match = _MODULE_WITH_ID.match(name)
+                hit = events.metadata_id == key
+                names[hit] = match.group(1) if match else name
+                if match:
+                    program[hit] = int(match.group(2))
+                    trace.module_names.setdefault(int(match.group(2)), match.group(1))
+            runs.add(
+                device=np.full(count, ordinal, dtype=np.int64),
+                module=names,
+                program_id=program,
+                start_ps=start,
+                duration_ps=events.duration_ps,
+                run_id=stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64)),
+            )
+            continue
+        if line.name == "Steps":
+            numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
+            for index in range(count):
+                number = int(numbers[index])
+                if number == NA_INT:
+                    meta = plane.event_metadata.get(int(events.metadata_id[index]))
+                    name = meta.name if meta is not None else ""
+                    number = int(name) if name.isdigit() else NA_INT
+                if number != NA_INT:
+                    end = int(start[index] + events.duration_ps[index])
+                    trace.step_marks.append((number, int(start[index]), end, "Steps line"))
+            continue
+        columns = _columns_with_metadata(plane, stats, events, meta_stats)
+        target = ops if line.name == "XLA Ops" else async_ops
+        target.add(
+            device=np.full(count, ordinal, dtype=np.int64),
+            start_ps=start,
+            duration_ps=events.duration_ps,
+            line=line.name,
+            **columns,
+        )
+
+
+def _columns_with_metadata(
+    plane: Message,
+    stats: _PlaneStats,
+    events: EventArrays,
+    meta_stats: dict[int, dict[str, Any]],
+) -> dict[str, np.ndarray]:
+    """Per-event op columns: event-level stats win over event-metadata stats."""
+    count = len(events)
+    keys, inverse = np.unique(events.metadata_id, return_inverse=True)
+
+    def from_metadata(name: str, dtype: Any, default: Any) -> np.ndarray:
+        values = np.array(
+            [meta_stats.get(int(k), {}).get(name, default) for k in keys], dtype=dtype
+        )
+        return values[inverse] if count else np.zeros(0, dtype=dtype)
+
+    names = []
+    for key in keys:
+        meta = plane.event_metadata.get(int(key))
+        if meta is None:
+            names.append(None)
+        elif meta.display_name:
+            names.append(meta.display_name)
+        else:
+            match = _HLO_LINE_NAME.match(meta.name)
+            names.append(match.group(1) if match else meta.name)
+    op_name = np.array(names, dtype=object)[inverse] if count else np.zeros(0, dtype=object)
+    op_name = stats.strings(events, "hlo_op", op_name)
+    program = from_metadata("program_id", object, None)
+    program = np.array([PROGRAM_NA if p is None else int(p) for p in program], dtype=np.uint64)
+    program = stats.uints(events, "program_id", program)
+    module = stats.strings(events, "hlo_module", from_metadata("hlo_module", object, None))
+    source = stats.strings(events, "source", from_metadata("source", object, None))
+    flops = stats.floats(events, "flops", from_metadata("flops", np.float64, np.nan))
+    bytes_accessed = stats.floats(
+        events, "bytes_accessed", from_metadata("bytes_accessed", np.float64, np.nan)
+    )
+    model_flops = stats.floats(
+        events, "model_flops", from_metadata("model_flops", np.float64, np.nan)
+    )
+    return {
+        "op_name": op_name,
+        "program_id": program,
+        "module": module,
+        "source": source,
+        "trace_flops": flops,
+        "trace_bytes_accessed": bytes_accessed,
+        "trace_model_flops": model_flops,
+    }
+
+
+def _read_gpu_plane(
+    plane: Message, ordinal: int, trace: HostTrace, ops: _OpColumns, path: str
+) -> None:
+    stats = _PlaneStats(plane)
+    hlo_op = stats.id("hlo_op")
+    if hlo_op is None:
+        return
+    wanted = [stats.id(n) for n in ("hlo_op", "hlo_module", "program_id") if stats.id(n)]
+    starts, durations, names, modules, programs = [], [], [], [], []
+    for line in plane.lines:
+        if not line.events:
+            continue
+        events = _decode_line(line, path, wanted_stats=wanted, require_stats=[hlo_op])
+        if not len(events):
+            continue
+        count = len(events)
+        starts.append(_line_times(line, events, trace.base_ns))
+        durations.append(events.duration_ps)
+        names.append(stats.strings(events, "hlo_op", np.full(count, None, dtype=object)))
+        modules.append(stats.strings(events, "hlo_module", np.full(count, None, dtype=object)))
+        programs.append(
+            stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
+        )
+    if not starts:
+        return
+    start = np.concatenate(starts)
+    duration = np.concatenate(durations)
+    name = np.concatenate(names)
+    module = np.concatenate(modules)
+    program = np.concatenate(programs)
+    # One HLO op may launch several kernels: consecutive kernels (in start order, on this
+    # device) of the same (module, program, op) are one execution; its duration is the sum of
+    # the kernels' durations and its start the first kernel's start.
+    order = np.argsort(start, kind="stable")
+    start, duration, name, module, program = (
+        start[order],
+        duration[order],
+        name[order],
+        module[order],
+        program[order],
+    )
+    key = np.array([f"{m}\x00{p}\x00{n}" for m, p, n in zip(module, program, name, strict=True)])
+    new_group = np.ones(len(key), dtype=bool)
+    new_group[1:] = key[1:] != key[:-1]
+    group = np.cumsum(new_group) - 1
+    firsts = np.flatnonzero(new_group)
+    ops.add(
+        device=np.full(len(firsts), ordinal, dtype=np.int64),
+        module=module[firsts],
+        program_id=program[firsts],
+        op_name=name[firsts],
+        start_ps=start[firsts],
+        duration_ps=np.bincount(group, weights=duration).astype(np.int64),
+        kernel_count=np.bincount(group).astype(np.int64),
+        line="kernels",
+    )
+
+
+def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
+    """CPU op events (when ``ops`` is given) and StepTraceAnnotation events."""
+    stats = _PlaneStats(plane)
+    hlo_op = stats.id("hlo_op")
+    step_num = stats.id("step_num")
+    require = [s for s in (hlo_op, step_num) if s is not None]
+    if not require:
+        return
+    wanted = [
+        stats.id(n)
+        for n in ("hlo_op", "hlo_module", "program_id", "run_id", "device_ordinal", "step_num")
+        if stats.id(n) is not None
+    ]
+    host_launches = 0
+    for line in plane.lines:
+        if not line.events:
+            continue
+        events = _decode_line(line, path, wanted_stats=wanted, require_stats=require)
+        if not len(events):
+            continue
+        count = len(events)
+        start = _line_times(line, events, trace.base_ns)
+        has_step = np.zeros(count, dtype=bool)
+        if step_num is not None:
+            has_step[events.stat_event[events.stat_metadata_id == step_num]] = True
+            numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
+            for index in np.flatnonzero(has_step):
+                trace.step_marks.append(
+                    (
+                        int(numbers[index]),
+                        int(start[index]),
+                        int(start[index] + events.duration_ps[index]),
+                        "StepTraceAnnotation",
+                    )
+                )
+        if hlo_op is None:
+            continue
+        is_op = np.zeros(count, dtype=bool)
+        is_op[events.stat_event[events.stat_metadata_id == hlo_op]] = True
+        if ops is None:
+            host_launches += int(is_op.sum())
+            continue
+        rows = np.flatnonzero(is_op)
+        if not rows.size:
+            continue
+        names = stats.strings(events, "hlo_op", np.full(count, None, dtype=object))
+        modules = stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
+        programs = stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
+        run_ids = stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64))
+        devices = stats.ints(events, "device_ordinal", np.full(count, NA_INT, dtype=np.int64))
+        ops.add(
+            device=devices[rows],
+            module=modules[rows],
+            program_id=programs[rows],
+            op_name=names[rows],
+            start_ps=start[rows],
+            duration_ps=events.duration_ps[rows],
+            run_id=run_ids[rows],
+            line=line.name,
+        )
+    if host_launches:
+        trace.notes.append(
+            f"{host_launches} host-side events with hlo_op (kernel launches / dispatch on "
+            "/host:CPU) were not counted as op executions: the device planes record those"
+        )
