@@ -559,6 +559,9 @@ class MatmulSharding:
     batch: tuple[list[int], list[int]] = ([], [])
     op_name: str | None = None
     backward: bool = False
+    annotated: bool = False  # operand splits came from sharding= annotations
+    feeds: list[dict[str, Any]] = field(default_factory=list)  # collectives fed by the result
+    fed_by: list[dict[str, Any]] = field(default_factory=list)  # collectives feeding operands
 
     @property
     def local_flops(self) -> int:
@@ -628,15 +631,9 @@ class _Propagator:
         self.mesh = mesh
         self.axes_by_collective = {c.name: c.axes for c in mesh.collectives}
         self.matmuls: list[MatmulSharding] = []
-        self.consumers: dict[tuple[str | None, str], list[Instruction]] = {}
         self.param_shapes: dict[str, tuple[tuple[int, ...], ValueSplit]] = {}
         self.notes: list[str] = []
         self.depth = 0
-        for computation in module.computations:
-            for instruction in computation.instructions:
-                for operand in instruction.operands:
-                    key = (computation.name, operand.name.lstrip("%"))
-                    self.consumers.setdefault(key, []).append(instruction)
 
     # Axis names for the devices that jointly span one tile dimension of a sharding.
     def _axes_for_tile_dim(self, sharding: Sharding, dim: int) -> tuple[str, ...]:
@@ -876,6 +873,15 @@ class _Propagator:
         elif kind == "reduce-scatter" and gathered and gathered[0] < len(dims):
             d = dims[gathered[0]]
             dims[gathered[0]] = DimSplit(d.factor * max(size, 1), d.axes + axes, True)
+        elif kind == "all-to-all":
+            # Pieces from every device of the group are exchanged: a split along the group's
+            # axes no longer says which part of the global array a dim holds (the reshapes
+            # around it decide), so those dims become unknown rather than wrong.
+            touched = set(gathered)
+            dims = [
+                _UNKNOWN if (set(d.axes) & set(axes) or i in touched) else d
+                for i, d in enumerate(dims)
+            ]
         return ValueSplit(dims=tuple(dims), hidden=value.hidden, partial=partial)
 
     def _dot(
@@ -940,6 +946,7 @@ class _Propagator:
             batch=(lb, rb),
             op_name=op_name_of(instruction),
             backward=is_backward(instruction),
+            annotated=lhs.known or rhs.known,
         )
         self.matmuls.append(record)
         return result
@@ -1084,10 +1091,16 @@ def describe(module: Module) -> ShardingReport:
     # Ops in computations the entry does not reach through fusions (while bodies, branches) are
     # followed on their own with unknown parameters.
     reached = {m.computation for m in propagator.matmuls}
+    control_bodies = {
+        name
+        for instruction in module.instructions()
+        if instruction.opcode in ("while", "conditional", "call")
+        for name in called_computations(instruction)
+    }
     for computation in module.computations:
         if computation.is_entry or computation.name in reached:
             continue
-        if _is_called_as(module, computation.name, ("while", "conditional", "call")):
+        if computation.name in control_bodies:
             propagator.run_computation(computation, None, None)
     _add_collective_evidence(module, mesh, propagator)
     strategies = _strategies(module, mesh, propagator)
@@ -1101,145 +1114,150 @@ def describe(module: Module) -> ShardingReport:
     )
 
 
-def _is_called_as(module: Module, name: str, opcodes: tuple[str, ...]) -> bool:
-    for instruction in module.instructions():
-        if instruction.opcode in opcodes and name in called_computations(instruction):
-            return True
-    return False
-
-
 _PASS_THROUGH = {
     "convert", "bitcast", "copy", "reshape", "transpose", "get-tuple-element", "tuple",
     "add", "multiply", "subtract", "select", "maximum", "negate", "fusion",
 }  # fmt: skip
 
 
-def _downstream_collectives(
-    module: Module, computation: str | None, name: str, hops: int = 4
-) -> list[Instruction]:
-    """Collectives reached from ``name`` through a few cheap ops in the same computation."""
-    if computation is None:
-        return []
-    try:
-        owner = module.computation(computation)
-    except KeyError:
-        return []
-    users: dict[str, list[Instruction]] = {}
-    for instruction in owner.instructions:
-        for operand in instruction.operands:
-            users.setdefault(operand.name.lstrip("%"), []).append(instruction)
-    found: list[Instruction] = []
-    frontier = [name]
-    for _ in range(hops):
-        following: list[str] = []
-        for current in frontier:
-            for user in users.get(current, []):
-                if classify(user, module).category == "collective":
-                    found.append(user)
-                elif user.opcode in _PASS_THROUGH:
-                    following.append(user.name)
-        frontier = following
-    return found
+class _Graph:
+    """Who uses what, per computation, built once (modules reach 50,000 instructions)."""
 
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.where: dict[str, str] = {}
+        self.users: dict[tuple[str, str], list[Instruction]] = {}
+        self.by_name: dict[tuple[str, str], Instruction] = {}
+        for computation in module.computations:
+            for instruction in computation.instructions:
+                self.where.setdefault(instruction.name, computation.name)
+                self.by_name[(computation.name, instruction.name)] = instruction
+                for operand in instruction.operands:
+                    key = (computation.name, operand.name.lstrip("%"))
+                    self.users.setdefault(key, []).append(instruction)
+        self.labels: dict[int, str] = {}
 
-def _upstream_collectives(
-    module: Module, computation: str | None, operand: str, hops: int = 4
-) -> list[Instruction]:
-    if computation is None:
-        return []
-    try:
-        owner = module.computation(computation)
-    except KeyError:
-        return []
-    found: list[Instruction] = []
-    frontier = [operand]
-    for _ in range(hops):
-        following: list[str] = []
-        for current in frontier:
-            source = owner.get(current)
-            if source is None:
-                continue
-            if classify(source, module).category == "collective":
-                found.append(source)
-            elif source.opcode in _PASS_THROUGH - {"fusion"}:
-                following.extend(o.name.lstrip("%") for o in source.operands)
-        frontier = following
-    return found
+    def category(self, instruction: Instruction) -> str:
+        key = id(instruction)
+        if key not in self.labels:
+            self.labels[key] = classify(instruction, self.module).category
+        return self.labels[key]
+
+    def downstream_collectives(
+        self, computation: str, name: str, hops: int = 4
+    ) -> list[Instruction]:
+        """Collectives reached from ``name`` through a few cheap ops in the same computation."""
+        found: list[Instruction] = []
+        frontier = [name]
+        for _ in range(hops):
+            following: list[str] = []
+            for current in frontier:
+                for user in self.users.get((computation, current), []):
+                    if self.category(user) == "collective":
+                        found.append(user)
+                    elif user.opcode in _PASS_THROUGH:
+                        following.append(user.name)
+            frontier = following
+        return found
+
+    def upstream(self, computation: str, name: str, hops: int = 4) -> list[Instruction]:
+        """Collectives and parameters reached backwards from ``name`` through cheap ops."""
+        found: list[Instruction] = []
+        frontier = [name]
+        for _ in range(hops):
+            following: list[str] = []
+            for current in frontier:
+                source = self.by_name.get((computation, current))
+                if source is None:
+                    continue
+                if self.category(source) == "collective" or source.opcode == "parameter":
+                    found.append(source)
+                elif source.opcode in _PASS_THROUGH - {"fusion"} or (
+                    source.opcode == "fusion"
+                    and self.category(source) in ("data-movement", "elementwise")
+                ):
+                    following.extend(o.name.lstrip("%") for o in source.operands)
+            frontier = following
+        return found
 
 
 def _add_collective_evidence(module: Module, mesh: Mesh, propagator: _Propagator) -> None:
-    """Use the collectives around each matmul as evidence, and as the split when nothing else
-    says: an all-reduce of the result means a split contraction (when operands are unknown)."""
+    """Record the collectives around each matmul, and use them as the split when nothing else
+    says: an all-reduce of the result means a split contraction (when no annotation reaches
+    the operands)."""
     axes_of = {c.name: c.axes for c in mesh.collectives}
+    graph = _Graph(module)
     for matmul in propagator.matmuls:
-        if matmul.computation is None:
+        # A dot inside a fused computation is looked at from the fusion, in the fusion's caller.
+        site_name = matmul.name
+        site_computation = graph.where.get(site_name)
+        if site_computation is None:
             continue
-        site_computation = matmul.computation
-        site_name = matmul.dot
-        if matmul.name != matmul.dot:
-            # The dot sits in a fused computation: look around the fusion in its caller.
-            site_name = matmul.name
-            site_computation = _computation_of(module, matmul.name) or site_computation
-        for collective in _downstream_collectives(module, site_computation, site_name):
+        for collective in graph.downstream_collectives(site_computation, site_name):
             axes = axes_of.get(collective.name)
-            kind = _collective_kind(collective.opcode)
             if axes is None:
                 continue
+            kind = _collective_kind(collective.opcode)
+            if any(f["name"] == collective.name for f in matmul.feeds):
+                continue
+            matmul.feeds.append({"kind": kind, "name": collective.name, "axes": axes})
             matmul.evidence.append(f"result feeds {kind} {collective.name} over {axes}")
             if (
                 kind in ("all-reduce", "reduce-scatter")
-                and not matmul.partial_sum_axes
-                and not matmul.lhs_split
-                and not matmul.rhs_split
                 and axes
+                and not matmul.annotated
+                and not matmul.partial_sum_axes
                 and matmul.contracting[0]
-                and not _operands_known(matmul)
             ):
-                # No annotation says otherwise: the summed result means the contraction was
-                # split along these axes (Megatron row split, or a data-parallel gradient).
-                size = mesh.size_of(axes)
-                dim = matmul.contracting[0][0]
-                rdim = matmul.contracting[1][0]
-                matmul.global_lhs[dim + len(matmul.global_lhs) - len(matmul.local_lhs)] *= size
-                matmul.global_rhs[rdim + len(matmul.global_rhs) - len(matmul.local_rhs)] *= size
-                matmul.lhs_split[dim] = list(axes)
-                matmul.rhs_split[rdim] = list(axes)
-                matmul.partial_sum_axes = list(axes)
-                matmul.evidence.append(
-                    f"no sharding annotation reaches the operands; the {kind} over {axes} "
-                    f"means the contracted dim is split {size}-way"
-                )
-        try:
-            caller = module.computation(site_computation)
-            site = caller.get(site_name)
-        except KeyError:
-            site = None
+                _split_contraction(matmul, axes, mesh.size_of(axes), kind)
+        site = graph.by_name.get((site_computation, site_name))
         if site is None:
             continue
-        for index, operand in enumerate(
-            site.operands[:2] if site.opcode == "dot" else site.operands
-        ):
-            for collective in _upstream_collectives(
-                module, site_computation, operand.name.lstrip("%")
-            ):
+        operands = site.operands[:2] if site.opcode == "dot" else site.operands
+        for index, operand in enumerate(operands):
+            sources = graph.upstream(site_computation, operand.name.lstrip("%"))
+            for collective in sources:
                 axes = axes_of.get(collective.name)
-                if axes is None:
+                if collective.opcode == "parameter" or axes is None:
                     continue
                 kind = _collective_kind(collective.opcode)
+                if any(f["name"] == collective.name for f in matmul.fed_by):
+                    continue
+                gathered_from = [
+                    s.name
+                    for o in collective.operands
+                    for s in graph.upstream(site_computation, o.name.lstrip("%"))
+                    if s.opcode == "parameter"
+                ]
+                matmul.fed_by.append(
+                    {
+                        "kind": kind,
+                        "name": collective.name,
+                        "axes": axes,
+                        "operand": index,
+                        "from_parameter": gathered_from[0] if gathered_from else None,
+                    }
+                )
+                what = f"parameter {gathered_from[0]}" if gathered_from else "an activation"
                 matmul.evidence.append(
-                    f"operand {index} comes from {kind} {collective.name} over {axes}"
+                    f"operand {index} is {what} through {kind} {collective.name} over {axes}"
                 )
 
 
-def _operands_known(matmul: MatmulSharding) -> bool:
-    return any("parameter" in e or "shardings" in e for e in matmul.evidence)
-
-
-def _computation_of(module: Module, name: str) -> str | None:
-    for computation in module.computations:
-        if computation.get(name) is not None:
-            return computation.name
-    return None
+def _split_contraction(matmul: MatmulSharding, axes: list[str], size: int, kind: str) -> None:
+    lhs_dim = matmul.contracting[0][0]
+    rhs_dim = matmul.contracting[1][0]
+    lhs_at = lhs_dim + len(matmul.global_lhs) - len(matmul.local_lhs)
+    rhs_at = rhs_dim + len(matmul.global_rhs) - len(matmul.local_rhs)
+    matmul.global_lhs[lhs_at] *= size
+    matmul.global_rhs[rhs_at] *= size
+    matmul.lhs_split[lhs_at] = list(axes)
+    matmul.rhs_split[rhs_at] = list(axes)
+    matmul.partial_sum_axes = list(axes)
+    matmul.evidence.append(
+        f"no sharding annotation reaches the operands; the {kind} of the result over {axes} "
+        f"sums partial products, so the contracted dim is split {size}-way"
+    )
 
 
 def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[StrategyLabel]:
@@ -1311,10 +1329,23 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
         if c.axes:
             kinds_by_axes.setdefault(tuple(c.axes), set()).add(c.kind)
     for m in propagator.matmuls:
-        for e in m.evidence:
-            if e.startswith("operand") and "all-gather" in e:
-                axes = e.split(" over ")[-1]
-                add("FSDP/ZeRO", [axes], f"{m.name}: {e} (weights gathered before use)")
+        for source in m.fed_by:
+            if source["kind"] != "all-gather":
+                continue
+            if source["from_parameter"]:
+                add(
+                    "FSDP/ZeRO-3",
+                    source["axes"],
+                    f"{m.name}: operand {source['operand']} is parameter "
+                    f"{source['from_parameter']} all-gathered over {source['axes']} before use",
+                )
+            else:
+                add(
+                    "sequence/context parallel or resharding (possible)",
+                    source["axes"],
+                    f"{m.name}: operand {source['operand']} is an activation all-gathered over "
+                    f"{source['axes']} before use",
+                )
     for axes, kinds in kinds_by_axes.items():
         if "reduce-scatter" in kinds and "all-gather" in kinds:
             add("FSDP/ZeRO", axes, f"both all-gather and reduce-scatter run over {list(axes)}")
