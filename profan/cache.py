@@ -60,7 +60,7 @@ def cached_parse_file(path: str | os.PathLike[str], *, use_cache: bool = True) -
                 return module
         except FileNotFoundError:
             pass
-        except Exception:  # noqa: BLE001 - a damaged cache entry is only a cache miss
+        except Exception:  # a damaged cache entry is only a cache miss
             pass
     module = parse_module(_read_text(file, data), file=str(file))
     if entry is not None:

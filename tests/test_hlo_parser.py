@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,16 +11,6 @@ from profan.errors import HloSyntaxError
 from profan.hlo import parse_file, parse_instruction, parse_module
 from profan.hlo.model import UNBOUNDED_DIM
 from profan.hlo.shapes import _fast_decode, decode_shape, decode_shape_by_grammar
-
-# (computations, instructions) XLA's own parser (jaxlib 0.10.2, hlo_module_from_text) found in
-# the fixture dumps, measured when the fixtures were made.
-XLA_FIXTURE_COUNTS = {
-    "collectives/hlo/module_0006.jit_body.cpu_after_optimizations.txt": (10, 65),
-    "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt": (2, 6),
-    "mlp/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt": (17, 92),
-    "mlp_worse/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt": (18, 127),
-    "transformer/hlo/module_0042.jit_train_step.cpu_after_optimizations.txt": (291, 2943),
-}
 
 XPROF_LINE = (
     "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(bf16[32,32,8192]{2,1,0:"
@@ -37,16 +28,27 @@ def _corpus_module(corpus_dir: Path, name: str):
     return parse_file(corpus_dir / "hlo" / "xla" / name)
 
 
-@pytest.mark.parametrize("relative", sorted(XLA_FIXTURE_COUNTS))
-def test_fixture_dumps_match_xla_counts(fixtures_dir: Path, relative: str) -> None:
-    path = fixtures_dir / relative
-    if not path.is_file():
-        pytest.skip(f"fixture {relative} not present")
-    module = parse_file(path)
-    counts = (len(module.computations), sum(len(c) for c in module.computations))
-    assert counts == XLA_FIXTURE_COUNTS[relative]
-    assert module.entry.is_entry
-    assert module.to_text() and parse_module(module.to_text()) == module
+def _fixture_dumps(fixtures_dir: Path) -> list[tuple[Path, dict]]:
+    """Each fixture dump with the counts XLA's own parser found (recorded in meta.json)."""
+    found = []
+    for meta_path in sorted(fixtures_dir.glob("*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        for entry in meta.get("hlo_files", []):
+            if "xla_counts" in entry:
+                found.append((meta_path.parent / entry["file"], entry["xla_counts"]))
+    return found
+
+
+def test_fixture_dumps_match_xla_counts(fixtures_dir: Path) -> None:
+    dumps = _fixture_dumps(fixtures_dir)
+    if not dumps:
+        pytest.skip("no fixture dumps with XLA counts yet")
+    for path, counts in dumps:
+        module = parse_file(path)
+        found = (len(module.computations), sum(len(c) for c in module.computations))
+        assert found == (counts["computations"], counts["instructions"]), path
+        assert module.entry.is_entry
+        assert parse_module(module.to_text()) == module
 
 
 def test_tiled_layout_with_memory_space_decodes() -> None:
@@ -119,22 +121,25 @@ def test_parse_instruction_without_percent_signs_or_shapes() -> None:
     assert all(o.shape is None for o in instruction.operands)
 
 
-def test_stack_frame_ids_resolve_through_the_tables(fixtures_dir: Path) -> None:
-    path = fixtures_dir / "mlp/hlo/module_0024.jit_train_step.cpu_after_optimizations.txt"
-    if not path.is_file():
+def test_stack_frame_ids_resolve_to_the_matmul_source_lines(fixtures_dir: Path) -> None:
+    meta_path = fixtures_dir / "mlp" / "meta.json"
+    if not meta_path.is_file():
         pytest.skip("mlp fixture not present")
-    module = parse_file(path)
+    meta = json.loads(meta_path.read_text())
+    # The lines where the program's matmuls are written, recorded by the fixture generator.
+    truth_lines = {m["source"]["line"] for m in meta["truth"]["matmuls"] if m.get("source")}
+    module = parse_file(meta_path.parent / meta["hlo_files"][0]["file"])
     assert module.stack_frames
     dots = [i for i in module.instructions() if i.opcode == "dot"]
-    assert dots
+    assert dots and truth_lines
     for dot in dots:
         assert dot.metadata.stack_frame_id is not None
         location = module.source_location(dot)
         assert location is not None
         assert location.file.endswith("make_fixtures.py")
-        # Every matmul of the MLP is written inside its loss function.
-        assert location.function is not None and location.function.endswith("loss_fn")
-        assert location.line > 0 and str(location) == f"{location.file}:{location.line}"
+        assert location.line in truth_lines, (dot.name, location)
+        assert location.function is not None
+        assert str(location) == f"{location.file}:{location.line}"
         assert module.stack_trace(dot)[0] == location
 
 
@@ -235,7 +240,10 @@ def test_constants_keep_their_literal() -> None:
 
 
 def test_syntax_error_fields_point_at_the_bad_token() -> None:
-    text = "HloModule synthetic_bad\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  ROOT r = f32[2]{0} add(p, p)), x=1\n}\n"
+    text = (
+        "HloModule synthetic_bad\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+        "  ROOT r = f32[2]{0} add(p, p)), x=1\n}\n"
+    )
     with pytest.raises(HloSyntaxError) as caught:
         parse_module(text, file="bad.hlo")
     error = caught.value

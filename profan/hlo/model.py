@@ -165,9 +165,12 @@ class SourceLocation:
 class Instruction:
     """One HLO instruction.
 
-    ``attributes`` maps each ``name=value`` attribute to its value text as printed (whitespace
-    normalised), in printing order.  ``literal`` holds a constant's literal text; ``parameter_number``
-    a parameter's index.  ``computation`` is set to the name of the computation that holds it.
+    ``attributes`` maps each ``name=value`` attribute to its value text exactly as printed, in
+    printing order.  ``literal`` holds a constant's literal text; ``parameter_number`` a
+    parameter's index.  ``computation`` is set to the name of the computation that holds it.
+    An instruction printed without a shape gets the inferred one where that is plain (tuple,
+    get-tuple-element, compare, elementwise), else ``Shape("unknown")``; a ``b(shape)`` buffer
+    type is ``Shape("buffer", tuple_shapes=(shape,))``.
     """
 
     name: str
