@@ -40,7 +40,7 @@ GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a n
 OP_COLUMNS = (
     "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
     "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
-    "efficiency", "source", "cost_source", "dtype", "derivation",
+    "efficiency", "source", "cost_source", "dtype", "async_role", "link", "derivation",
 )  # fmt: skip
 MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
@@ -299,8 +299,7 @@ def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple
         times = op_times(cost, chip, instruction, mesh_axes=mesh_axes)
         if cost.async_role == "start":
             times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
-        elif cost.async_role == "done" and cost.collective is None and instruction is not None:
-            pass  # copy-done: scored on its own bytes (the trace charges the done the same)
+        is_async_done = cost.async_role == "done"
         occurrences = len(group)
         measured = float(group["duration_s"].sum())
         roofline = times.roofline_s * occurrences
@@ -330,7 +329,20 @@ def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple
                 "t_host_s": times.t_host_s * occurrences,
                 "roofline_s": roofline,
                 "bound_by": times.bound_by if cost_source != "none" else "unknown",
-                "efficiency": roofline / measured if measured > 0 and roofline > 0 else math.nan,
+                # An async done's measured time is only the exposed wait for a transfer that ran
+                # alongside other ops: roofline / wait is no efficiency, so it stays undefined.
+                "efficiency": (
+                    roofline / measured
+                    if measured > 0 and roofline > 0 and not is_async_done
+                    else math.nan
+                ),
+                "async_role": cost.async_role,
+                # which link an async transfer occupies (host links are full duplex)
+                "link": (
+                    f"{times.bound_by}:{cost.transfer_direction}"
+                    if cost.transfer_direction
+                    else times.bound_by
+                ),
                 "source": source,
                 "cost_source": cost_source,
                 "dtype": cost.dtype,
@@ -351,6 +363,8 @@ def _steps(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFrame:
     per_exec_roofline = lookup["roofline_s"] / lookup["occurrences"]
     per_exec_flops = lookup["flops"].astype(float) / lookup["occurrences"]
     bound = lookup["bound_by"]
+    is_async = lookup["async_role"].notna()
+    link = lookup["link"]
     peak = chip.device_peak_flops("bf16")
     rows = []
     for step_row in profile.steps.itertuples(index=False):
@@ -362,13 +376,21 @@ def _steps(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFrame:
         roofline = per_exec_roofline.reindex(index).to_numpy()
         flops = per_exec_flops.reindex(index).to_numpy()
         bounds = bound.reindex(index).fillna("unknown").to_numpy()
-        frame = in_step.assign(_roofline=roofline, _flops=flops, _bound=bounds)
-        devices = max(frame["device"].nunique(), 1) if "device" in frame else 1
-        # ideal: the busiest device's sum of op rooflines
-        if "device" in frame:
-            ideal = float(frame.groupby("device")["_roofline"].sum().max())
-        else:
-            ideal = float(frame["_roofline"].sum())
+        asynchronous = is_async.reindex(index).fillna(False).to_numpy(dtype=bool)
+        links = link.reindex(index).fillna("unknown").to_numpy()
+        frame = in_step.assign(
+            _roofline=roofline, _flops=flops, _bound=bounds, _async=asynchronous, _link=links
+        )
+        if "device" not in frame:
+            frame = frame.assign(device=0)
+        devices = max(frame["device"].nunique(), 1)
+        # Ideal step on the busiest device: synchronous ops run one after another; async
+        # transfers can hide behind them, but each link (host, ICI) must still carry its own.
+        ideal = 0.0
+        for _, on_device in frame.groupby("device"):
+            sync = float(on_device.loc[~on_device["_async"], "_roofline"].sum())
+            pools = on_device[on_device["_async"]].groupby("_link")["_roofline"].sum()
+            ideal = max(ideal, sync, float(pools.max()) if len(pools) else 0.0)
         model = frame.get("trace_model_flops")
         if model is not None and model.notna().any():
             model_flops = float(model.fillna(0).sum())
@@ -402,9 +424,13 @@ def score(profile: Profile, chip: Chip | str | None = None) -> Score:
     per_op, _ = _per_op_rows(profile, chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     steps = _steps(profile, chip, per_op)
-    measured = float(per_op["measured_s"].sum())
-    roofline = float(per_op["roofline_s"].sum())
+    # Async transfers overlap other work (their measured time is only the exposed wait), so the
+    # overall efficiency compares synchronous ops only.
+    synchronous = per_op[per_op["async_role"].isna()]
+    measured = float(synchronous["measured_s"].sum())
+    roofline = float(synchronous["roofline_s"].sum())
     by_bound = per_op.groupby("bound_by")["measured_s"].sum()
+    all_measured = float(per_op["measured_s"].sum())
     total_flops = float(pd.to_numeric(per_op["flops"], errors="coerce").fillna(0).sum())
     summary: dict[str, Any] = {
         "chip": chip.name,
@@ -419,7 +445,7 @@ def score(profile: Profile, chip: Chip | str | None = None) -> Score:
         "efficiency": roofline / measured if measured > 0 else math.nan,
         "flops": total_flops,
         "share_by_bound": {
-            str(b): float(t) / measured if measured else 0.0 for b, t in by_bound.items()
+            str(b): float(t) / all_measured if all_measured else 0.0 for b, t in by_bound.items()
         },
         "unknown_cost_ops": per_op.loc[per_op["cost_source"] == "none", "name"].tolist(),
         "unmatched_events": sum(u.count for u in getattr(profile, "unmatched", [])),

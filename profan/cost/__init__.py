@@ -91,6 +91,7 @@ class OpCost:
     async_role: str | None = None  # "start" | "done" for async pairs
     unknown: bool = False  # a custom call profan cannot cost: flagged, not guessed
     host_transfer: bool = False  # moves data between host memory (S(5)) and the device
+    transfer_direction: str | None = None  # "to-device" | "to-host" for host transfers
 
     @property
     def hbm_bytes(self) -> float:
@@ -518,12 +519,19 @@ def _async_copy(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost
         cost.async_role = "done"
     size = float(sizes.array_bytes(moved)) if moved is not None and moved.is_array else 0.0
     cost.hbm_bytes_read, cost.hbm_bytes_written = size, 0.0
-    involved = [instruction.shape, *(s for s in ctx.operand_shapes(instruction) if s)]
-    cost.host_transfer = any(
-        leaf.is_array and sizes.memory_space(leaf) == HOST_MEMORY_SPACE
-        for shape in involved
-        for leaf in shape.leaves()
+    # copy-start's result is (destination, source, context); copy-done's operand is that tuple
+    pair = (
+        instruction.shape
+        if instruction.opcode == "copy-start"
+        else ctx.operand_shape(instruction, 0)
     )
+    if pair is not None and pair.is_tuple and len(pair.tuple_shapes) >= 2:
+        destination, source = pair.tuple_shapes[0], pair.tuple_shapes[1]
+        if sizes.memory_space(source) == HOST_MEMORY_SPACE:
+            cost.transfer_direction = "to-device"
+        elif sizes.memory_space(destination) == HOST_MEMORY_SPACE:
+            cost.transfer_direction = "to-host"
+    cost.host_transfer = cost.transfer_direction is not None
     cost.derivation.append(f"{instruction.opcode}: moves {size:.0f} bytes between memory spaces")
     return cost
 

@@ -1,0 +1,64 @@
+"""Scoring the real TPU v6e trace loaded with ``profan.load``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import profan
+from profan.cost import estimate
+from profan.roofline import score
+
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(scope="module")
+def v6e_profile(corpus_dir: Path):
+    return profan.load(str(corpus_dir / "traces" / "tpu_v6e_inference.xplane.pb"))
+
+
+def test_per_op_figures_agree_with_the_embedded_modules(v6e_profile) -> None:
+    # Same check as test_cost_tpu_trace, through profan.load and the HloProto modules the
+    # trace embeds (their all-reduce has replica_groups=[4,2]<=[2,4]T(1,0), unlike the text dump).
+    ops = v6e_profile.ops.drop_duplicates(["module_key", "op_name"])
+    agree, disagree = 0, []
+    for row in ops.itertuples():
+        instruction = v6e_profile.instruction(row.module_key, row.op_name)
+        assert instruction is not None
+        cost = estimate(instruction, v6e_profile.modules[row.module_key])
+        theirs_flops = 0.0 if math.isnan(row.trace_flops) else row.trace_flops
+        if (cost.flops or 0.0) == pytest.approx(theirs_flops, rel=0.01) and (
+            cost.hbm_bytes == pytest.approx(row.trace_bytes_accessed, rel=0.01)
+        ):
+            agree += 1
+        else:
+            disagree.append((row.op_name, cost.flops, theirs_flops, cost.hbm_bytes))
+    assert agree >= 15 and not disagree, disagree
+
+
+def test_score_uses_the_traces_own_peaks_and_stays_a_lower_bound(v6e_profile) -> None:
+    result = score(v6e_profile)
+    assert result.chip.name == "tpu-v6e"
+    sources = result.summary["figure_sources"]
+    assert sources["peak_flops.bf16"] == "trace" and sources["hbm_bytes_per_s"] == "trace"
+    ops = result.ops.set_index("name")
+    # the three broadcast-add fusions read + write 5 GiB each: HBM-bound at the trace's 1638 GB/s
+    for name in ("broadcast_add_fusion", "broadcast_add_fusion.1", "broadcast_add_fusion.2"):
+        row = ops.loc[name]
+        assert row["bound_by"] == "hbm"
+        per_run = row["roofline_s"] / row["occurrences"]
+        assert per_run == pytest.approx(2 * 5 * 2**30 / 1637.993152512e9)
+    # the all-reduce runs over groups of 2 on the ICI
+    assert ops.loc["all-reduce", "bound_by"] == "ici"
+    # A roofline is a lower bound: no synchronous op and no step beat it.
+    assert (result.ops["efficiency"].dropna() <= 1.0).all()
+    assert (result.steps["ideal_s"] <= result.steps["measured_s"]).all()
+    assert len(result.steps) == len(v6e_profile.steps)
+    # host <-> device copies dominate this program's steps
+    assert result.steps["share_host"].min() > 0.9
+    # async dones have no efficiency (their measured time is the exposed wait)
+    dones = result.ops[result.ops["opcode"] == "copy-done"]
+    assert len(dones) == 6 and dones["efficiency"].isna().all()
+    assert 0 < result.summary["efficiency"] <= 1.0
