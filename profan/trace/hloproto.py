@@ -169,7 +169,11 @@ def _ints(values: Iterable[int]) -> str:
 
 def _quote(text: str) -> str:
     escaped = (
-        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("'", "\\'")
+        .replace("\n", "\\n")
+        .replace("\t", "\\t")
     )
     return f'"{escaped}"'
 
@@ -182,7 +186,31 @@ def _iota_text(reshape: Sequence[int], transpose: Sequence[int], shape: Sequence
     return text
 
 
+def _mesh_axes_text(proto: Message) -> str:
+    axes = list(proto.mesh.axes)
+    text = "mesh[" + ",".join(f"'{axis.name}'={axis.size}" for axis in axes) + "]"
+    if proto.mesh.device_ids:
+        text += "(" + ",".join(map(str, proto.mesh.device_ids)) + ")"
+    refs = []
+    for ref in proto.axes:
+        name = axes[ref.mesh_axis_index].name if ref.mesh_axis_index < len(axes) else "?"
+        item = f"'{name}'"
+        if ref.HasField("sub_axis_info"):
+            item += f":({ref.sub_axis_info.pre_size}){ref.sub_axis_info.size}"
+        refs.append(item)
+    return text + " {" + ",".join(refs) + "}"
+
+
 def _replica_groups(proto: Message) -> str | None:
+    if proto.HasField("mesh_axes_replica_groups"):
+        return _mesh_axes_text(proto.mesh_axes_replica_groups)
+    if proto.HasField("iota_replica_groups"):
+        iota = proto.iota_replica_groups
+        return _iota_text(
+            iota.iota_reshape_dims,
+            iota.iota_transpose_perm,
+            (iota.num_replica_groups, iota.num_devices_per_group),
+        )
     device_list = proto.collective_device_list
     if proto.HasField("collective_device_list") and device_list.HasField("iota_replica_group_list"):
         iota = device_list.iota_replica_group_list
@@ -324,21 +352,29 @@ def _metadata(proto: Message) -> str | None:
     return "{" + " ".join(parts) + "}" if parts else None
 
 
-def _number_text(value: float) -> str:
+def _number_text(value: float, dtype: str = "f64") -> str:
+    """A literal value as XLA prints it: ``%.6g`` (``%.15g`` for f64) when that reads back to
+    the same value, else ``%.9g`` (``%.17g``); narrow floats are printed as f32."""
     if math.isnan(value):
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    if value == int(value) and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
+    if dtype == "f64":
+        text = f"{value:.15g}"
+        return text if float(text) == value else f"{value:.17g}"
+    text = f"{value:.6g}"
+    return text if _round_f32(float(text)) == _round_f32(value) else f"{value:.9g}"
+
+
+def _round_f32(value: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", value))[0]
 
 
 def _literal_values(proto: Message, dtype: str, count: int) -> list[str] | None:
     if dtype == "pred":
         return ["true" if v else "false" for v in proto.preds]
-    if dtype in ("f32",):
-        return [_number_text(v) for v in proto.f32s]
+    if dtype == "f32":
+        return [_number_text(v, "f32") for v in proto.f32s]
     if dtype == "f64":
         return [_number_text(v) for v in proto.f64s]
     if dtype == "s32":
@@ -360,7 +396,7 @@ def _literal_values(proto: Message, dtype: str, count: int) -> list[str] | None:
             values = [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in halves]
         else:
             values = [struct.unpack("<e", struct.pack("<H", h))[0] for h in halves]
-        return [_number_text(v) for v in values]
+        return [_number_text(v, dtype) for v in values]
     return None
 
 
@@ -401,8 +437,7 @@ def _attributes(
 
     # Printed even when empty for these; only when present for the collectives/sort/map.
     always_dims = ("broadcast", "transpose", "reverse", "reduce", "concatenate")
-    sometimes_dims = ("all-gather", "all-to-all", "reduce-scatter", "sort", "map")
-    if opcode in always_dims or (opcode in sometimes_dims and proto.dimensions):
+    if opcode in always_dims or (opcode in ("sort", "map") and proto.dimensions):
         attrs["dimensions"] = _ints(proto.dimensions)
     if opcode == "iota":
         attrs["iota_dimension"] = str(proto.dimensions[0] if proto.dimensions else 0)
@@ -525,8 +560,15 @@ def _attributes(
             attrs["replica_groups"] = groups
         if proto.constrain_layout:
             attrs["constrain_layout"] = "true"
+        # The gathered / split / scattered dimension: XLA prints it before
+        # use_global_device_ids for all-gather and all-to-all, after it for reduce-scatter.
+        late_dims = opcode.startswith("reduce-scatter")
+        if proto.dimensions and not late_dims:
+            attrs["dimensions"] = _ints(proto.dimensions)
         if proto.use_global_device_ids:
             attrs["use_global_device_ids"] = "true"
+        if proto.dimensions and late_dims:
+            attrs["dimensions"] = _ints(proto.dimensions)
     if proto.source_target_pairs:
         attrs["source_target_pairs"] = (
             "{" + ",".join(f"{{{p.source},{p.target}}}" for p in proto.source_target_pairs) + "}"
