@@ -50,6 +50,18 @@ def _shardings(profile: Any) -> dict[str, Any]:
     return out
 
 
+def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
+    """A run directory laid out as ``trace/`` (the profiler's output) beside ``hlo/`` (XLA's text
+    dumps), as ``profan``'s fixtures and many CI jobs keep them: read the trace from ``trace/``
+    and, unless ``--hlo`` says otherwise, join it to the dumps in ``hlo/``."""
+    folder = Path(path)
+    if folder.is_dir() and not (folder / "plugins").is_dir() and (folder / "trace").is_dir():
+        if hlo is None and (folder / "hlo").is_dir():
+            hlo = str(folder / "hlo")
+        return str(folder / "trace"), hlo
+    return str(path), hlo
+
+
 def analyse(
     path: str | Path,
     *,
@@ -65,7 +77,8 @@ def analyse(
     if not Path(path).exists():
         raise TraceError(str(path), "no such file or directory")
     progress(f"loading {path}")
-    profile = profan.load(str(path), hlo=hlo, run=run)
+    trace_path, hlo = resolve_layout(path, hlo)
+    profile = profan.load(trace_path, hlo=hlo, run=run)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules; scoring")
     score = roofline.score(profile, _get_chip(chip))
     progress("describing sharding")
