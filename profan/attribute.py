@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from dataclasses import dataclass
 
 from profan.hlo.model import Computation, Instruction, Module, Shape
@@ -547,3 +548,50 @@ def block_kind(scope: str | None) -> str | None:
         if any(word in part for part in lowered.split("/") for word in words):
             return kind
     return None
+
+
+# --- op events of a profile ------------------------------------------------------------------
+
+
+def classify_ops(profile: Any) -> list[Classification]:
+    """A classification for every row of ``profile.ops`` (a ``profan.trace.Profile``).
+
+    Rows whose instruction is not in the module's HLO are still labelled: by the opcode their
+    name implies (``fusion.3`` → a fusion whose body is unknown, ``all-reduce.1`` → collective),
+    with the reason saying the HLO was missing.
+    """
+    cache: dict[tuple[str | None, str], Classification] = {}
+    labels: list[Classification] = []
+    for module_key, op_name in zip(profile.ops["module_key"], profile.ops["op_name"], strict=True):
+        key = (module_key if isinstance(module_key, str) else None, str(op_name))
+        found = cache.get(key)
+        if found is None:
+            found = _classify_event(profile, *key)
+            cache[key] = found
+        labels.append(found)
+    return labels
+
+
+_OPCODE_FROM_NAME = re.compile(r"^%?([a-z][a-z\-]*?)(?:[._]\d+)*(?:\.clone.*)?$")
+
+
+def _classify_event(profile: Any, module_key: str | None, op_name: str) -> Classification:
+    instruction = profile.instruction(module_key, op_name) if module_key else None
+    if instruction is not None:
+        return classify(instruction, profile.modules.get(module_key))
+    match = _OPCODE_FROM_NAME.match(op_name)
+    guess = match.group(1) if match else ""
+    if guess in _COLLECTIVE_OPCODES:
+        kind, mode = _COLLECTIVE_OPCODES[guess]
+        return Classification("collective", kind, f"{op_name}: named like {guess} (no HLO)")
+    for category, opcodes in (
+        ("matmul", MATMUL_OPCODES),
+        ("elementwise", ELEMENTWISE_OPCODES),
+        ("reduction", REDUCTION_OPCODES),
+        ("data-movement", DATA_MOVEMENT_OPCODES),
+        ("control", CONTROL_OPCODES),
+        ("host", HOST_OPCODES),
+    ):
+        if guess in opcodes:
+            return Classification(category, guess, f"{op_name}: named like {guess} (no HLO)")
+    return Classification("other", "unknown", f"{op_name}: not in the module's HLO")
