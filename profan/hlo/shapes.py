@@ -207,7 +207,8 @@ def shape_to_text(shape: Shape) -> str:
     if shape.is_tuple:
         return "(" + ", ".join(shape_to_text(s) for s in shape.tuple_shapes) + ")"
     dynamic = shape.dynamic or (False,) * len(shape.dims)
-    text = f"{shape.dtype}[{','.join(_dim_text(s, d) for s, d in zip(shape.dims, dynamic, strict=False))}]"
+    dims = ",".join(_dim_text(s, d) for s, d in zip(shape.dims, dynamic, strict=False))
+    text = f"{shape.dtype}[{dims}]"
     if shape.layout is not None:
         text += layout_to_text(shape.layout)
     return text
@@ -217,13 +218,14 @@ def shape_to_text(shape: Shape) -> str:
 UNKNOWN_SHAPE = Shape("unknown")
 
 # Ops whose result has the shape of their first operand.
-_SAME_SHAPE_OPS = frozenset(  # noqa: SIM905 - a word list reads best as one string
+_SAME_SHAPE_OP_WORDS = (
     "abs add and atan2 cbrt ceil clamp copy cosine divide erf exponential exponential-minus-one "
     "floor imag is-finite log log-plus-one logistic maximum minimum multiply negate not or "
     "popcnt power real remainder round-nearest-afz round-nearest-even rsqrt select sign sine "
     "sqrt subtract tan tanh xor shift-left shift-right-arithmetic shift-right-logical "
-    "all-reduce collective-permute optimization-barrier copy-start copy-done".split()
+    "all-reduce collective-permute optimization-barrier copy-start copy-done"
 )
+_SAME_SHAPE_OPS = frozenset(_SAME_SHAPE_OP_WORDS.split())
 
 
 def infer_missing_shapes(instructions: list) -> None:
