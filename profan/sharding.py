@@ -1318,6 +1318,15 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
                 continue
             if local_dim < 0 or local_dim in m.batch[1]:
                 continue
+            if set(axes) <= batch_axes:
+                # The weight stays split along the batch axis while it is used: FSDP-style
+                # sharding without a gather, not a separate model-parallel axis.
+                add(
+                    "FSDP/ZeRO",
+                    axes,
+                    f"{m.name}: rhs dim {dim} stays split along batch axis {', '.join(axes)}",
+                )
+                continue
             add(
                 "tensor parallel (column split)",
                 axes,
@@ -1334,7 +1343,7 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
                 continue
             if source["from_parameter"]:
                 add(
-                    "FSDP/ZeRO-3",
+                    "FSDP/ZeRO",
                     source["axes"],
                     f"{m.name}: operand {source['operand']} is parameter "
                     f"{source['from_parameter']} all-gathered over {source['axes']} before use",

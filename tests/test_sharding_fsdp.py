@@ -350,12 +350,14 @@ def test_fsdp_weight_gathers_are_labelled() -> None:
     report = describe(parse_module(FSDP_STEP_HLO))
     assert report.mesh.shape == {"axis0": 8}
     labels = {s.strategy: s for s in report.strategies}
-    fsdp = labels["FSDP/ZeRO-3"]
+    fsdp = labels["FSDP/ZeRO"]
     assert fsdp.axes == ["axis0"]
     # Both weights (parameters 0 and 1, ``w1`` and ``w2``) are gathered before their matmul.
     assert any("param all-gathered" in e for e in fsdp.evidence)
     assert any("param.2 all-gathered" in e for e in fsdp.evidence)
     assert labels["data parallel"].axes == ["axis0"]
+    # The batch axis is not reported as a second, model-parallel axis.
+    assert "tensor parallel (column split)" not in labels
 
 
 def test_fsdp_global_shapes() -> None:
