@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 from collections import Counter
@@ -176,3 +177,53 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     )
     assert all(fields <= set(op) for op in data["ops"])
     assert Report.from_dict(json.loads(json.dumps(data))).to_dict() == data
+
+
+def test_exposed_communication_by_brute_force(fixtures_dir: Path) -> None:
+    """Exposed collective time, recomputed event by event from the profiler's JSON export."""
+    fixture = fixtures_dir / "mlp_worse"
+    _, report = _report(fixture)
+    category = {op.name: op.category for op in report.ops}
+    compute = {"matmul", "elementwise", "reduction", "data-movement", "custom", "other"}
+    by_device: dict[str, list[tuple[float, float, str]]] = {}
+    for e in _chrome_op_events(fixture):
+        device = e["args"].get("device_ordinal")
+        by_device.setdefault(device, []).append((e["ts"], e["ts"] + e["dur"], e["args"]["hlo_op"]))
+    exposed_us = 0.0
+    for events in by_device.values():
+        busy = [(s, t) for s, t, name in events if category.get(name) in compute]
+        for s, t, name in events:
+            if category.get(name) != "collective":
+                continue
+            # covered length of [s, t) by the union of compute intervals, on a 0.001 µs grid
+            points = sorted({s, t, *(x for a, b in busy for x in (a, b) if s < x < t)})
+            covered = sum(
+                b - a
+                for a, b in itertools.pairwise(points)
+                if any(u <= a and b <= v for u, v in busy)
+            )
+            exposed_us += (t - s) - covered
+    devices = len(by_device)
+    assert report.summary["exposed_comm_s"] == pytest.approx(exposed_us * 1e-6 / devices, rel=1e-3)
+    flagged = {f.name for f in report.findings if f.rule == "exposed-collective"}
+    worst = max(
+        (op for op in report.ops if op.category == "collective"), key=lambda op: op.measured_s
+    )
+    assert worst.exposed_s / worst.measured_s > 0.5
+    assert worst.name in flagged
+
+
+def test_tpu_trace_host_offload_rules(corpus_dir: Path) -> None:
+    """The v6e trace offloads activations to host memory (copy-start/-done to S(5))."""
+    _, report = _report(corpus_dir / "traces/tpu_v6e_inference.xplane.pb")
+    by_rule: dict[str, set[str]] = {}
+    for f in report.findings:
+        by_rule.setdefault(f.rule, set()).add(f.name or "")
+    host = by_rule.get("host-transfer", set())
+    assert host, "the host-offload copies dominate this trace"
+    assert all(name.startswith("copy-done") for name in host)  # starts only issue the copy
+    # a copy between memory spaces is not a relayout
+    assert "relayout-copy" not in by_rule
+    # the heaviest host copies are the ones flagged
+    heaviest = max((op for op in report.ops if op.category == "host"), key=lambda op: op.measured_s)
+    assert heaviest.name in host

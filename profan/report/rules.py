@@ -146,25 +146,51 @@ def matmul_dims(instr: Instruction, module: Module | None) -> MatmulDims | None:
     )
 
 
-RELAYOUT_OPCODES = frozenset({"copy", "transpose", "copy-start"})
 _MOVE_ONLY = frozenset({"parameter", "copy", "transpose", "bitcast", "reshape", "tuple"})
 
 
+def _destination(instr: Instruction) -> Shape:
+    """Where a copy writes: its output, or for ``copy-start`` the tuple's second element."""
+    if instr.opcode == "copy-start" and instr.shape.is_tuple and len(instr.shape.tuple_shapes) > 1:
+        return instr.shape.tuple_shapes[1]
+    return instr.shape
+
+
+def _changes_layout(source: Shape | None, destination: Shape) -> bool:
+    if source is None or source.layout is None or destination.layout is None:
+        return False
+    if source.layout.memory_space != destination.layout.memory_space:
+        return False  # a move between memories (host offload, prefetch), not a relayout
+    return (source.layout.minor_to_major, source.layout.tiles) != (
+        destination.layout.minor_to_major,
+        destination.layout.tiles,
+    )
+
+
 def is_relayout(instr: Instruction, module: Module | None) -> bool:
-    """A copy/transpose, or a fusion that only moves data between layouts."""
-    if instr.opcode in RELAYOUT_OPCODES:
+    """A transpose, a copy that changes the layout, or a fusion that only does those."""
+    if instr.opcode == "transpose":
         return True
+    if instr.opcode in ("copy", "copy-start"):
+        return _changes_layout(operand_shape(module, instr, 0), _destination(instr))
     if instr.opcode != "fusion" or module is None:
         return False
-    for name in called_computations(instr):
+    called = called_computations(instr)
+    for name in called:
         try:
             computation = module.computation(name)
         except KeyError:
             return False
         opcodes = {i.opcode for i in computation.instructions}
-        if not opcodes <= _MOVE_ONLY or not opcodes & {"copy", "transpose"}:
+        if not opcodes <= _MOVE_ONLY:
             return False
-    return bool(called_computations(instr))
+        if not any(
+            i.opcode == "transpose"
+            or (i.opcode == "copy" and _changes_layout(operand_shape(module, i, 0), i.shape))
+            for i in computation.instructions
+        ):
+            return False
+    return bool(called)
 
 
 def padding_of(instr: Instruction, module: Module | None) -> float:
@@ -318,7 +344,7 @@ def relayout_copy(report: Report, ops: list[_OpContext], config: RuleConfig) -> 
     if total_bytes <= 0:
         return []
     out = []
-    for c in ops:
+    for c in _significant(ops, config):
         if c.instruction is None or not is_relayout(c.instruction, c.module):
             continue
         share = c.entry.hbm_bytes / total_bytes
@@ -419,9 +445,9 @@ def f32_matmul(report: Report, ops: list[_OpContext], config: RuleConfig) -> lis
 @rule("host-transfer", "host transfers on the critical path")
 def host_transfer(report: Report, ops: list[_OpContext], config: RuleConfig) -> list[Finding]:
     out = []
-    for c in ops:
+    for c in _significant(ops, config):
         e = c.entry
-        if e.category != "host" or e.measured_s <= 0:
+        if e.category != "host" or e.measured_s <= 0 or e.opcode.endswith("-start"):
             continue
         exposed = e.exposed_s if e.exposed_s is not None else e.measured_s
         if exposed / e.measured_s > config.host_exposed_fraction_above:
