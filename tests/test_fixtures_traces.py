@@ -129,3 +129,26 @@ def test_step_annotations_match_meta(traced: dict[str, Any]) -> None:
         assert names == {meta["trace"]["step_annotation_name"]}
     else:
         assert steps == []
+
+
+def test_meta_observed_counts_match_the_committed_trace(traced: dict[str, Any]) -> None:
+    meta = traced["meta"]
+    observed = meta["trace"]["observed"]
+    events = _events(traced["planes"]["/host:CPU"], traced["ix"])
+    ops = [s for _, _, s in events if "hlo_op" in s]
+    assert observed["op_events"] == len(ops)
+    devices = len(observed["device_ordinals"])
+    assert observed["executions"] == observed["run_ids"] * devices
+    (per_execution,) = observed["op_events_per_execution"]
+    assert observed["op_events"] == observed["executions"] * per_execution
+    assert observed["run_ids"] == meta["trace"]["steps"]
+    durations = [
+        e.duration_ps
+        for line in traced["planes"]["/host:CPU"].lines
+        for e in line.events
+        if any(
+            traced["planes"]["/host:CPU"].stat_metadata[s.metadata_id].name == "hlo_op"
+            for s in e.stats
+        )
+    ]
+    assert observed["op_duration_ps_total"] == sum(durations)
