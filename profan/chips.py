@@ -11,6 +11,7 @@ own peak figures win when present and ``Chip.figure_sources`` says where each fi
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ USER_CHIPS_ENV = "PROFAN_CHIPS"
 TOPOLOGIES = ("torus2d", "torus3d", "switched", "fully-connected", "none")
 WRAPAROUND_RULES = ("always", "never", "axis-16", "cube-4")
 DTYPES = ("bf16", "fp8", "int8", "f32")
+# A trace's own peak figure replaces the catalogue's unless it is below this share of it.
+TRACE_FIGURE_FLOOR = 0.75
 
 # Required numeric fields of a catalogue entry (name -> description for error messages).
 _NUMERIC_FIELDS = (
@@ -64,7 +67,8 @@ class Chip:
     devices_per_chip: int = 1
     mxu_size: int = 0
     device_strings: tuple[str, ...] = ()
-    compute_capability: str | None = None
+    vendor: str | None = None
+    compute_capabilities: tuple[str, ...] = ()
     approximate: bool = False
     sources: dict[str, str] = field(default_factory=dict)  # field -> citation
     # Where each figure used for scoring came from: "catalogue" or "trace".
@@ -196,9 +200,8 @@ def _chip_from_table(name: str, table: dict[str, Any], origin: str) -> Chip:
         devices_per_chip=int(table.get("devices_per_chip", 1)),
         mxu_size=int(table.get("mxu_size", 0)),
         device_strings=tuple(str(s) for s in table.get("device_strings", ())),
-        compute_capability=(
-            str(table["compute_capability"]) if "compute_capability" in table else None
-        ),
+        vendor=str(table["vendor"]) if "vendor" in table else None,
+        compute_capabilities=tuple(str(c) for c in table.get("compute_capabilities", ())),
         approximate=bool(table.get("approximate", False)),
         sources=sources,
         figure_sources={"all": "catalogue" if origin == CATALOGUE_FILE else origin},
@@ -295,6 +298,27 @@ def _compute_capability(stats: dict[str, object]) -> str | None:
     return None
 
 
+def _match_gpu(stats: dict[str, object], chips: dict[str, Chip]) -> tuple[Chip | None, str]:
+    """A GPU by vendor + compute capability; memory size breaks ties (H100 80 GB vs H200)."""
+    capability = _compute_capability(stats)
+    if not capability:
+        return None, ""
+    vendor = str(stats.get("device_vendor") or "").lower()
+    candidates = [
+        chip
+        for chip in chips.values()
+        if capability in chip.compute_capabilities
+        and (not vendor or not chip.vendor or chip.vendor.lower() == vendor)
+    ]
+    if not candidates:
+        return None, ""
+    memory = stats.get("memory_size")
+    if isinstance(memory, int | float) and memory > 0:
+        candidates.sort(key=lambda chip: abs(math.log(chip.hbm_bytes / float(memory))))
+    how = f"{vendor or 'GPU'} compute capability {capability}"
+    return candidates[0], how
+
+
 def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
     """The catalogue chip for a trace's device, with the trace's own peak figures applied.
 
@@ -311,14 +335,8 @@ def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
     if chip is None and device.type_string:
         chip = match_device_string(device.type_string, chips)
         how = f"device string {device.type_string!r}"
-    if chip is None and device.kind in ("GPU", "CPU"):
-        capability = _compute_capability(device.stats)
-        if capability:
-            for candidate in chips.values():
-                if candidate.compute_capability == capability:
-                    chip = candidate
-                    how = f"compute capability {capability}"
-                    break
+    if chip is None and device.kind == "GPU":
+        chip, how = _match_gpu(device.stats, chips)
     if chip is None and device.kind == "CPU":
         chip = chips["cpu"]
         how = "CPU device"
@@ -334,12 +352,23 @@ def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
         sources[f"peak_flops.{dtype}"] = "catalogue"
     sources["hbm_bytes_per_s"] = "catalogue"
     # The trace describes one device; the catalogue holds per-chip figures.
+    # A roofline must stay a lower bound on time: a trace figure far below the published peak
+    # (ROCm derives "memory_bandwidth" from the memory clock without the double data rate, half
+    # of MI300X's 5.3 TB/s) would let ops beat their roofline, so the catalogue keeps it then.
     if device.peak_flops_per_s:
-        peak["bf16"] = float(device.peak_flops_per_s) * chip.devices_per_chip
-        sources["peak_flops.bf16"] = "trace"
+        traced = float(device.peak_flops_per_s) * chip.devices_per_chip
+        if traced >= TRACE_FIGURE_FLOOR * peak["bf16"]:
+            peak["bf16"] = traced
+            sources["peak_flops.bf16"] = "trace"
+        else:
+            sources["peak_flops.bf16"] = f"catalogue (trace reported {traced:.3g}, too low)"
     if device.peak_hbm_bytes_per_s:
-        hbm_bw = float(device.peak_hbm_bytes_per_s) * chip.devices_per_chip
-        sources["hbm_bytes_per_s"] = "trace"
+        traced = float(device.peak_hbm_bytes_per_s) * chip.devices_per_chip
+        if traced >= TRACE_FIGURE_FLOOR * hbm_bw:
+            hbm_bw = traced
+            sources["hbm_bytes_per_s"] = "trace"
+        else:
+            sources["hbm_bytes_per_s"] = f"catalogue (trace reported {traced:.3g}, too low)"
     return dataclasses.replace(
         chip, peak_flops=peak, hbm_bytes_per_s=hbm_bw, figure_sources=sources
     )

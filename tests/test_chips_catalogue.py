@@ -138,3 +138,24 @@ def test_bad_chip_files_raise_config_errors(tmp_path, text: str, message: str) -
 def test_unknown_chip_lists_known_ones() -> None:
     with pytest.raises(ConfigError, match="tpu-v5e"):
         get_chip("tpu-v42")
+
+
+def test_gpu_vendor_capability_and_memory_pick_the_chip() -> None:
+    amd = DeviceInfo(kind="GPU", type_string=None, count=8,
+                     stats={"device_vendor": "AMD", "compute_cap_major": 9,
+                            "compute_cap_minor": 4, "memory_size": 206141652992})  # fmt: skip
+    assert chip_for_device(amd).name == "mi300x"
+    h200 = DeviceInfo(kind="GPU", type_string=None, count=1,
+                      stats={"device_vendor": "NVIDIA", "compute_cap_major": 9,
+                             "compute_cap_minor": 0, "memory_size": 150_000_000_000})  # fmt: skip
+    assert chip_for_device(h200).name == "h200"
+
+
+def test_trace_figures_far_below_the_published_peak_are_not_used() -> None:
+    # the MI300X traces report memory_bandwidth 2.6624e12 (half of the 5.3e12 peak)
+    device = DeviceInfo(kind="GPU", type_string=None, count=8, peak_hbm_bytes_per_s=2.6624e12,
+                        stats={"device_vendor": "AMD", "compute_cap_major": 9,
+                               "compute_cap_minor": 4})  # fmt: skip
+    chip = chip_for_device(device)
+    assert chip.hbm_bytes_per_s == 5.3e12
+    assert chip.figure_sources["hbm_bytes_per_s"].startswith("catalogue (trace reported")
