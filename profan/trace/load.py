@@ -75,11 +75,11 @@ def load(
         notes.extend(f"{host.host}: {note}" for note in host.notes)
     with_ops = [h for h in hosts if h.ops]
     if not with_ops:
-        planes = ", ".join(sorted({h.kind or "host planes only" for h in hosts}))
+        planes = ", ".join(sorted({p for h in hosts for p in h.planes})) or "none"
         raise TraceError(
             str(path),
             "no op executions in the trace: no /device:TPU or /device:GPU plane with op events "
-            f"and no CPU op events with hlo_op on /host:CPU (found: {planes})",
+            f"and no CPU op events with hlo_op on /host:CPU (planes found: {planes})",
         )
     kinds = {h.kind for h in with_ops}
     if len(kinds) > 1:

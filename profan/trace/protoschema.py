@@ -92,6 +92,16 @@ class _Parser:
         self.position += 1
         return token
 
+    def number(self) -> int:
+        token = self.take()
+        try:
+            return int(token, 0)
+        except ValueError:
+            line = self.tokens[self.position - 1][1]
+            raise ProtoSchemaError(
+                f"{self.file}:{line}: expected a number, found {token!r}"
+            ) from None
+
     def skip_statement(self) -> None:
         while self.take() != ";":
             pass
@@ -132,7 +142,7 @@ class _Parser:
             self.take("=")
             value = proto.value.add()
             value.name = name
-            value.number = int(self.take(), 0)
+            value.number = self.number()
             self.skip_options()
             self.take(";")
         self.take("}")
@@ -182,7 +192,7 @@ class _Parser:
         field_proto = proto.field.add()
         field_proto.name = self.take()
         self.take("=")
-        field_proto.number = int(self.take(), 0)
+        field_proto.number = self.number()
         field_proto.label = label
         field_proto.json_name = _json_name(field_proto.name)
         if oneof_index is not None:
@@ -204,7 +214,7 @@ class _Parser:
         self.take(">")
         name = self.take()
         self.take("=")
-        number = int(self.take(), 0)
+        number = self.number()
         self.skip_options()
         self.take(";")
         entry_name = "".join(part.capitalize() for part in name.split("_")) + "Entry"

@@ -77,6 +77,7 @@ class HostTrace:
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # program id ->
     module_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
     notes: list[str] = field(default_factory=list)
+    planes: list[str] = field(default_factory=list)  # plane names, for error messages
 
 
 def _classes() -> dict[str, type[Message]]:
@@ -238,7 +239,7 @@ def read_host(path: str, host: str) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
     file = Path(path)
     space = decode_xspace_view(read_bytes(file), path)
-    trace = HostTrace(host=host, path=path)
+    trace = HostTrace(host=host, path=path, planes=[plane.name for plane in space.planes])
     device_planes = []
     host_plane = None
     for plane in space.planes:

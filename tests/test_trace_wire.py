@@ -1,0 +1,179 @@
+"""The numpy bulk event decoder against protobuf's own per-message decode, and the schema loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profan.trace.protoschema import ProtoSchemaError, load_schema, parse_proto
+from profan.trace.wire import WireError, decode_events
+
+CLASSES = load_schema("xplane.proto")
+
+
+def _check_line(plane, line_view, line_full) -> int:
+    events = decode_events(list(line_view.events))
+    assert len(events) == len(line_full.events)
+    for index, event in enumerate(line_full.events):
+        assert events.index[index] == index
+        assert events.metadata_id[index] == event.metadata_id
+        assert events.offset_ps[index] == event.offset_ps
+        assert events.duration_ps[index] == event.duration_ps
+        rows = np.flatnonzero(events.stat_event == index)
+        assert len(rows) == len(event.stats)
+        for row, stat in zip(rows, event.stats, strict=True):
+            assert events.stat_metadata_id[row] == stat.metadata_id
+            which = stat.WhichOneof("value")
+            value = getattr(stat, which)
+            if which in ("int64_value",):
+                assert events.stat_int[row] == value
+            elif which in ("uint64_value", "ref_value"):
+                assert int(np.int64(events.stat_int[row]).view(np.uint64)) == value
+            elif which == "double_value":
+                assert events.stat_double[row] == value
+            else:
+                raw = events.stat_text(row)
+                assert raw == (value.encode() if isinstance(value, str) else value)
+    return len(line_full.events)
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "traces/tpu_v6e_inference.xplane.pb",
+        "traces/mi300x_jax_conv.xplane.pb",
+        "traces/mi300x_jax_conv_legacy.xplane.pb",
+    ],
+)
+def test_bulk_decode_equals_protobuf_decode(corpus_dir: Path, relative: str) -> None:
+    data = (corpus_dir / relative).read_bytes()
+    full = CLASSES["tensorflow.profiler.XSpace"].FromString(data)
+    view = CLASSES["tensorflow.profiler.XSpaceView"].FromString(data)
+    checked = 0
+    for plane_full, plane_view in zip(full.planes, view.planes, strict=True):
+        for line_full, line_view in zip(plane_full.lines, plane_view.lines, strict=True):
+            checked += _check_line(plane_full, line_view, line_full)
+    assert checked > 1000
+
+
+def test_bulk_decode_on_cpu_fixture(fixtures_dir: Path) -> None:
+    data = next((fixtures_dir / "transformer" / "trace").rglob("*.xplane.pb")).read_bytes()
+    full = CLASSES["tensorflow.profiler.XSpace"].FromString(data)
+    view = CLASSES["tensorflow.profiler.XSpaceView"].FromString(data)
+    plane = next(i for i, p in enumerate(full.planes) if p.name == "/host:CPU")
+    checked = sum(
+        _check_line(full.planes[plane], lv, lf)
+        for lf, lv in zip(full.planes[plane].lines, view.planes[plane].lines, strict=True)
+    )
+    assert checked > 6000
+
+
+def test_require_stats_keeps_exactly_the_events_holding_them(fixtures_dir: Path) -> None:
+    data = next((fixtures_dir / "mlp" / "trace").rglob("*.xplane.pb")).read_bytes()
+    full = CLASSES["tensorflow.profiler.XSpace"].FromString(data)
+    view = CLASSES["tensorflow.profiler.XSpaceView"].FromString(data)
+    index = next(i for i, p in enumerate(full.planes) if p.name == "/host:CPU")
+    names = {k: m.name for k, m in full.planes[index].stat_metadata.items()}
+    hlo_op = next(k for k, n in names.items() if n == "hlo_op")
+    for line_full, line_view in zip(
+        full.planes[index].lines, view.planes[index].lines, strict=True
+    ):
+        expected = [
+            i
+            for i, e in enumerate(line_full.events)
+            if any(s.metadata_id == hlo_op for s in e.stats)
+        ]
+        events = decode_events(
+            list(line_view.events), wanted_stats=[hlo_op], require_stats=[hlo_op]
+        )
+        assert events.index.tolist() == expected
+        assert set(events.stat_metadata_id.tolist()) <= {hlo_op}
+
+
+event_strategy = st.builds(
+    dict,
+    metadata_id=st.integers(0, 2**40),
+    offset_ps=st.integers(-(2**62), 2**62),
+    duration_ps=st.integers(0, 2**62),
+    stats=st.lists(
+        st.one_of(
+            st.tuples(
+                st.integers(1, 5000), st.just("int64_value"), st.integers(-(2**63), 2**63 - 1)
+            ),
+            st.tuples(st.integers(1, 5000), st.just("uint64_value"), st.integers(0, 2**64 - 1)),
+            st.tuples(st.integers(1, 5000), st.just("double_value"), st.floats(allow_nan=False)),
+            st.tuples(st.integers(1, 5000), st.just("str_value"), st.text(max_size=40)),
+            st.tuples(st.integers(1, 5000), st.just("ref_value"), st.integers(0, 2**20)),
+        ),
+        max_size=6,
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(event_strategy, max_size=20))
+def test_bulk_decode_round_trips_random_events(specs: list[dict]) -> None:
+    """Synthetic events (hypothesis) serialized by protobuf decode back to the same values."""
+    event_type = CLASSES["tensorflow.profiler.XEvent"]
+    chunks = []
+    for spec in specs:
+        event = event_type(
+            metadata_id=spec["metadata_id"],
+            offset_ps=spec["offset_ps"],
+            duration_ps=spec["duration_ps"],
+        )
+        for stat_id, which, value in spec["stats"]:
+            stat = event.stats.add(metadata_id=stat_id)
+            setattr(stat, which, value)
+        chunks.append(event.SerializeToString())
+    events = decode_events(chunks)
+    assert events.metadata_id.tolist() == [s["metadata_id"] for s in specs]
+    assert events.offset_ps.tolist() == [s["offset_ps"] for s in specs]
+    assert events.duration_ps.tolist() == [s["duration_ps"] for s in specs]
+    flat = [(i, *stat) for i, s in enumerate(specs) for stat in s["stats"]]
+    assert events.stat_event.tolist() == [i for i, *_ in flat]
+    for row, (_, stat_id, which, value) in enumerate(flat):
+        assert events.stat_metadata_id[row] == stat_id
+        if which == "double_value":
+            assert events.stat_double[row] == value
+        elif which == "str_value":
+            assert events.stat_text(row).decode() == value
+        elif which == "int64_value":
+            assert events.stat_int[row] == value
+        else:
+            assert int(np.int64(events.stat_int[row]).view(np.uint64)) == value
+
+
+def test_damaged_event_bytes_raise_wire_error() -> None:
+    event = CLASSES["tensorflow.profiler.XEvent"](metadata_id=3, offset_ps=10**12, duration_ps=5)
+    event.stats.add(metadata_id=2, str_value="hello")
+    data = event.SerializeToString()
+    with pytest.raises(WireError):
+        decode_events([data[:-3]])
+
+
+def test_schema_field_numbers_follow_xplane_proto() -> None:
+    event = CLASSES["tensorflow.profiler.XEvent"].DESCRIPTOR
+    assert {f.name: f.number for f in event.fields} == {
+        "metadata_id": 1,
+        "offset_ps": 2,
+        "num_occurrences": 5,
+        "duration_ps": 3,
+        "stats": 4,
+    }
+    plane = CLASSES["tensorflow.profiler.XPlane"].DESCRIPTOR
+    assert plane.fields_by_name["event_metadata"].message_type.GetOptions().map_entry
+    hlo = load_schema("hlo.proto")["xla.HloInstructionProto"].DESCRIPTOR
+    assert hlo.fields_by_name["operand_ids"].number == 36
+    assert hlo.fields_by_name["collective_device_list"].number == 87
+
+
+def test_schema_errors_are_reported() -> None:
+    with pytest.raises(ProtoSchemaError, match="unknown type"):
+        parse_proto('syntax = "proto3"; message A { Missing b = 1; }', file="synthetic.proto")
+    with pytest.raises(ProtoSchemaError):
+        parse_proto("message A { int64 x = ; }", file="synthetic.proto")
