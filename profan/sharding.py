@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -528,11 +529,22 @@ def _unknown(shape: Shape) -> ValueSplit:
     return ValueSplit(dims=tuple(_UNKNOWN for _ in shape.dims))
 
 
+_INT = re.compile(r"-?\d+")
+
+
 def _int_list(text: str | None) -> list[int]:
+    """``{1,0}`` → ``[1, 0]``; anything after the braces (a ``// comment``) is ignored."""
     if not text:
         return []
-    text = text.strip().strip("{}")
-    return [int(t) for t in text.split(",") if t.strip()]
+    text = text.strip()
+    if text.startswith("{"):
+        text = text[1 : text.find("}")] if "}" in text else text[1:]
+    return [int(t) for t in _INT.findall(text)]
+
+
+def _int_attr(instruction: Instruction, name: str, default: int = 0) -> int:
+    match = _INT.match((instruction.attributes.get(name) or "").strip())
+    return int(match.group(0)) if match else default
 
 
 @dataclass(slots=True)
@@ -683,7 +695,12 @@ class _Propagator:
         self.depth += 1
         try:
             for instruction in computation.instructions:
-                env[instruction.name] = self.evaluate(instruction, env, params, caller)
+                try:
+                    env[instruction.name] = self.evaluate(instruction, env, params, caller)
+                except (ValueError, IndexError, KeyError, ZeroDivisionError) as error:
+                    # Malformed attributes in one instruction must not lose the whole report.
+                    self.notes.append(f"{instruction.name}: not followed ({error!r})")
+                    env[instruction.name] = _unknown(instruction.shape)
         finally:
             self.depth -= 1
         return env.get(computation.root.name, _unknown(computation.root.shape))
@@ -732,7 +749,7 @@ class _Propagator:
                 return split
             return _unknown(shape)
         if opcode == "get-tuple-element":
-            index = int(instruction.attributes.get("index", "0"))
+            index = _int_attr(instruction, "index")
             if first.elements is not None and index < len(first.elements):
                 return first.elements[index]
             return _unknown(shape)
@@ -904,6 +921,14 @@ class _Propagator:
         rc = _int_list(attrs.get("rhs_contracting_dims"))
         lhs_dims = _dims_or_unknown(lhs, len(lhs_shape.dims))
         rhs_dims = _dims_or_unknown(rhs, len(rhs_shape.dims))
+        if (
+            any(d >= len(lhs_dims) for d in lb + lc)
+            or any(d >= len(rhs_dims) for d in rb + rc)
+            or len(lb) != len(rb)
+            or len(lc) != len(rc)
+        ):
+            self.notes.append(f"{instruction.name}: dot dimension numbers do not fit its operands")
+            return _unknown(shape)
         lf = [i for i in range(len(lhs_dims)) if i not in lb and i not in lc]
         rf = [i for i in range(len(rhs_dims)) if i not in rb and i not in rc]
         out_dims = (

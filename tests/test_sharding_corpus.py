@@ -9,7 +9,7 @@ import pytest
 
 from profan.errors import ProfanError
 from profan.hlo.parser import parse_module
-from profan.sharding import infer_mesh
+from profan.sharding import describe, infer_mesh
 
 
 @pytest.mark.slow
@@ -46,3 +46,37 @@ def test_every_collective_gets_axes_or_a_reason(corpus_dir) -> None:
     )
     assert modules > 500
     assert fitted / (fitted + unfitted) > 0.98
+
+
+@pytest.mark.slow
+@pytest.mark.corpus
+def test_describe_and_classify_never_crash_on_the_corpus(corpus_dir) -> None:
+    """Every corpus module with matmuls, shardings or collectives: a JSON-able report."""
+    from profan.attribute import CATEGORIES, classify
+
+    root = corpus_dir / "hlo" / "xla"
+    markers = ("dot(", "convolution(", "sharding=", "replica_groups", "source_target_pairs")
+    described = matmuls = 0
+    for path in sorted(root.glob("*.hlo")):
+        text = path.read_text(errors="replace")
+        if not any(marker in text for marker in markers):
+            continue
+        try:
+            module = parse_module(text, file=path.name)
+        except ProfanError:
+            continue
+        report = describe(module)
+        json.dumps(report.to_dict())
+        described += 1
+        for matmul in report.matmuls:
+            matmuls += 1
+            # Global shapes are never smaller than local ones, and FLOPs scale with them.
+            local = matmul.local_out
+            assert all(
+                g >= n for g, n in zip(matmul.global_out[-len(local) :], local, strict=False)
+            )
+            assert matmul.global_flops >= matmul.local_flops
+        for instruction in module.instructions():
+            assert classify(instruction, module).category in CATEGORIES
+    print(f"\ndescribed {described} corpus modules, {matmuls} matmuls")
+    assert described > 1000
