@@ -40,7 +40,8 @@ GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a n
 OP_COLUMNS = (
     "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
     "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
-    "efficiency", "source", "cost_source", "dtype", "async_role", "link", "derivation",
+    "efficiency", "source", "cost_source", "dtype", "async_role", "link", "module_key",
+    "derivation",
 )  # fmt: skip
 MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
@@ -255,26 +256,30 @@ def _first(values: pd.Series) -> Any:
     return None
 
 
-def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple, OpTimes]]:
+def _key_column(values: pd.Series) -> pd.Series:
+    """Module keys as strings ('' for ops whose module is unknown), for joins."""
+    return values.astype(object).where(values.notna(), "").astype(str)
+
+
+def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
     """One row per (module, op) with the per-execution cost and roofline times."""
-    ops = profile.ops
+    ops = profile.ops.assign(_key=_key_column(profile.ops["module_key"]))
+    aggregations: dict[str, tuple[str, str]] = {
+        "occurrences": ("duration_s", "size"),
+        "measured_s": ("duration_s", "sum"),
+    }
+    for column in ("trace_flops", "trace_bytes_accessed", "source"):
+        if column in ops:
+            aggregations[column] = (column, "first")  # first non-null value
+    grouped = ops.groupby(["module", "_key", "op_name"], sort=False, dropna=False)
+    summary = grouped.agg(**aggregations).reset_index()
     contexts: dict[str, _Context] = {}
     meshes: dict[str, dict[str, tuple[int, ...]]] = {}
-    keys = ops[["module", "module_key", "op_name"]].drop_duplicates()
     rows = []
-    times_by_key: dict[tuple, OpTimes] = {}
-    for module_name, module_key, op_name in keys.itertuples(index=False):
-        group = ops[(ops["module"] == module_name) & (ops["op_name"] == op_name)]
-        if module_key is not None and not (isinstance(module_key, float)):
-            group = group[group["module_key"] == module_key]
-        module = profile.modules.get(module_key) if isinstance(module_key, str) else None
+    for record in summary.to_dict("records"):
+        module_key, op_name = record["_key"], record["op_name"]
+        module = profile.modules.get(module_key) if module_key else None
         instruction = profile.instruction(module_key, op_name) if module is not None else None
-        trace_flops = group["trace_flops"].dropna() if "trace_flops" in group else pd.Series([])
-        trace_bytes = (
-            group["trace_bytes_accessed"].dropna()
-            if "trace_bytes_accessed" in group
-            else pd.Series([])
-        )
         cost: OpCost | None = None
         opcode = None
         category = "other"
@@ -289,32 +294,32 @@ def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple
         if cost is None:
             cost = OpCost(None, None, 0.0, 0.0)
             cost_source = "none"
-        if cost.flops is None and len(trace_flops):
-            cost.flops = float(trace_flops.iloc[0])
+        trace_flops = record.get("trace_flops")
+        trace_bytes = record.get("trace_bytes_accessed")
+        if cost.flops is None and trace_flops is not None and not pd.isna(trace_flops):
+            cost.flops = float(trace_flops)
             cost_source = "trace"
-        if cost_source == "none" and len(trace_bytes):
-            cost.hbm_bytes_read = float(trace_bytes.iloc[0])
+        if cost_source == "none" and trace_bytes is not None and not pd.isna(trace_bytes):
+            cost.hbm_bytes_read = float(trace_bytes)
             cost_source = "trace"
         mesh_axes = meshes.get(module_key, {}).get(op_name) if module is not None else None
         times = op_times(cost, chip, instruction, mesh_axes=mesh_axes)
         if cost.async_role == "start":
             times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
         is_async_done = cost.async_role == "done"
-        occurrences = len(group)
-        measured = float(group["duration_s"].sum())
+        occurrences = int(record["occurrences"])
+        measured = float(record["measured_s"])
         roofline = times.roofline_s * occurrences
-        source = _first(group["source"]) if "source" in group else None
-        if source is None and instruction is not None and module is not None:
+        source = record.get("source")
+        if (source is None or pd.isna(source)) and instruction is not None and module is not None:
             try:
                 location = module.source_location(instruction)  # type: ignore[attr-defined]
                 source = str(location) if location else None
-            except Exception:
+            except Exception:  # the parser's view is optional here
                 source = None
-        key = (module_name, op_name)
-        times_by_key[key] = times
         rows.append(
             {
-                "module": module_name,
+                "module": record["module"],
                 "name": op_name,
                 "opcode": opcode,
                 "category": category,
@@ -336,6 +341,9 @@ def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple
                     if measured > 0 and roofline > 0 and not is_async_done
                     else math.nan
                 ),
+                "source": source,
+                "cost_source": cost_source,
+                "dtype": cost.dtype,
                 "async_role": cost.async_role,
                 # which link an async transfer occupies (host links are full duplex)
                 "link": (
@@ -343,85 +351,96 @@ def _per_op_rows(profile: Profile, chip: Chip) -> tuple[pd.DataFrame, dict[tuple
                     if cost.transfer_direction
                     else times.bound_by
                 ),
-                "source": source,
-                "cost_source": cost_source,
-                "dtype": cost.dtype,
+                "module_key": module_key or None,
                 "derivation": "; ".join(cost.derivation + times.notes),
             }
         )
-    frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))
-    return frame, times_by_key
+    return pd.DataFrame(rows, columns=list(OP_COLUMNS))
+
+
+STEP_COLUMNS = ["step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops"] + [
+    f"share_{bound}" for bound in (*BOUNDS, "unknown")
+]
 
 
 def _steps(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFrame:
     ops = profile.ops
-    columns = ["step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops"]
-    columns += [f"share_{bound}" for bound in (*BOUNDS, "unknown")]
     if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
-        return pd.DataFrame(columns=columns)
-    lookup = per_op.set_index(["module", "name"])
-    per_exec_roofline = lookup["roofline_s"] / lookup["occurrences"]
-    per_exec_flops = lookup["flops"].astype(float) / lookup["occurrences"]
-    bound = lookup["bound_by"]
-    is_async = lookup["async_role"].notna()
-    link = lookup["link"]
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    per_exec = pd.DataFrame(
+        {
+            "_key": _key_column(per_op["module_key"]),
+            "op_name": per_op["name"],
+            "_roofline": per_op["roofline_s"] / per_op["occurrences"],
+            "_flops": pd.to_numeric(per_op["flops"], errors="coerce") / per_op["occurrences"],
+            "_bound": per_op["bound_by"],
+            "_async": per_op["async_role"].notna(),
+            "_link": per_op["link"],
+        }
+    )
+    columns = ["module_key", "op_name", "step", "duration_s"]
+    columns += [c for c in ("device", "trace_model_flops") if c in ops]
+    frame = ops[columns].assign(_key=_key_column(ops["module_key"]))
+    frame = frame[frame["step"].notna()]
+    if "device" not in frame:
+        frame = frame.assign(device=0)
+    frame = frame.merge(per_exec, on=["_key", "op_name"], how="left")
+    frame["_roofline"] = frame["_roofline"].fillna(0.0)
+    frame["_bound"] = frame["_bound"].fillna("unknown")
+    frame["_async"] = frame["_async"].fillna(False).astype(bool)
+    # Ideal step on the busiest device: synchronous ops run one after another; async transfers
+    # can hide behind them, but each link (host in/out, ICI) must still carry its own traffic.
+    sync = frame[~frame["_async"]].groupby(["step", "device"])["_roofline"].sum()
+    pools = frame[frame["_async"]].groupby(["step", "device", "_link"])["_roofline"].sum()
+    pool_max = pools.groupby(level=["step", "device"]).max()
+    per_device = pd.concat([sync, pool_max], axis=1).fillna(0.0).max(axis=1)
+    ideal = per_device.groupby(level="step").max()
+    devices = frame.groupby("step")["device"].nunique().clip(lower=1)
+    profan_flops = frame.groupby("step")["_flops"].sum()
+    if "trace_model_flops" in frame:
+        model = frame.groupby("step")["trace_model_flops"].sum(min_count=1)
+        model_flops = model.fillna(profan_flops)
+    else:
+        model_flops = profan_flops
+    op_time = frame.groupby("step")["duration_s"].sum()
+    by_bound = frame.groupby(["step", "_bound"])["duration_s"].sum().unstack(fill_value=0.0)
     peak = chip.device_peak_flops("bf16")
     rows = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step
-        in_step = ops[ops["step"] == step]
-        if in_step.empty:
+        if step not in ideal.index:
             continue
-        index = pd.MultiIndex.from_arrays([in_step["module"], in_step["op_name"]])
-        roofline = per_exec_roofline.reindex(index).to_numpy()
-        flops = per_exec_flops.reindex(index).to_numpy()
-        bounds = bound.reindex(index).fillna("unknown").to_numpy()
-        asynchronous = is_async.reindex(index).fillna(False).to_numpy(dtype=bool)
-        links = link.reindex(index).fillna("unknown").to_numpy()
-        frame = in_step.assign(
-            _roofline=roofline, _flops=flops, _bound=bounds, _async=asynchronous, _link=links
-        )
-        if "device" not in frame:
-            frame = frame.assign(device=0)
-        devices = max(frame["device"].nunique(), 1)
-        # Ideal step on the busiest device: synchronous ops run one after another; async
-        # transfers can hide behind them, but each link (host, ICI) must still carry its own.
-        ideal = 0.0
-        for _, on_device in frame.groupby("device"):
-            sync = float(on_device.loc[~on_device["_async"], "_roofline"].sum())
-            pools = on_device[on_device["_async"]].groupby("_link")["_roofline"].sum()
-            ideal = max(ideal, sync, float(pools.max()) if len(pools) else 0.0)
-        model = frame.get("trace_model_flops")
-        if model is not None and model.notna().any():
-            model_flops = float(model.fillna(0).sum())
-        else:
-            model_flops = float(pd.Series(frame["_flops"]).fillna(0).sum())
         measured = float(step_row.duration_s)
-        op_time = float(frame["duration_s"].sum()) or 1.0
+        total = float(op_time.get(step, 0.0)) or 1.0
         shares = {
-            f"share_{b}": float(frame.loc[frame["_bound"] == b, "duration_s"].sum()) / op_time
+            f"share_{b}": float(by_bound.at[step, b]) / total if b in by_bound else 0.0
             for b in BOUNDS
         }
-        known = sum(shares.values())
-        shares["share_unknown"] = max(0.0, 1.0 - known)
+        shares["share_unknown"] = max(0.0, 1.0 - sum(shares.values()))
+        step_ideal = float(ideal[step])
+        step_model = float(model_flops.get(step, 0.0))
         rows.append(
             {
                 "step": step,
                 "measured_s": measured,
-                "ideal_s": ideal,
-                "efficiency": ideal / measured if measured > 0 else math.nan,
-                "mfu": model_flops / (peak * measured * devices) if measured > 0 else math.nan,
-                "model_flops": model_flops,
+                "ideal_s": step_ideal,
+                "efficiency": step_ideal / measured if measured > 0 else math.nan,
+                "mfu": (
+                    step_model / (peak * measured * int(devices[step]))
+                    if measured > 0
+                    else math.nan
+                ),
+                "model_flops": step_model,
                 **shares,
             }
         )
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
 def score(profile: Profile, chip: Chip | str | None = None) -> Score:
     """Score every op of a loaded profile (aggregated over its executions) and every step."""
     chip = resolve_chip(chip, profile)
-    per_op, _ = _per_op_rows(profile, chip)
+    per_op = _per_op_rows(profile, chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     steps = _steps(profile, chip, per_op)
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
