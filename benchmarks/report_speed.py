@@ -56,9 +56,10 @@ def main() -> int:
     from profan import roofline
     from profan.report import terminal
     from profan.report.model import Analysis, build_report
-    from profan.report.pipeline import _shardings
+    from profan.report.pipeline import _shardings, resolve_layout
 
-    t_load, profile = _best(lambda: profan.load(str(path)), args.repeats)
+    trace_path, hlo = resolve_layout(path, None)
+    t_load, profile = _best(lambda: profan.load(trace_path, hlo=hlo), args.repeats)
     t_score, score = _best(lambda: roofline.score(profile), args.repeats)
     t_report, report = _best(
         lambda: build_report(Analysis(profile, score, _shardings(profile))), args.repeats

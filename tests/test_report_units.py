@@ -131,8 +131,16 @@ def test_junit_and_github_output() -> None:
     assert failures == ["baseline.new_collective:x", "mfu"]
     lines = budget.github_annotations(results).splitlines()
     assert lines[0] == (
-        "::error file=model.py,line=42,title=baseline.new_collective%3Ax::new all-gather, 5% slower".replace(
-            "5% ", "5%25 "
-        )
+        "::error file=model.py,line=42,title=baseline.new_collective%3Ax::"
+        "new all-gather, 5% slower".replace("5% ", "5%25 ")
     )
     assert lines[1] == "::error title=mfu::MFU 1%25%0Alow"
+
+
+def test_largest_gaps_are_the_largest() -> None:
+    starts = np.array([0.0, 2.0, 10.0, 11.0, 30.0])
+    u = timeline.union(starts, starts + 1.0)
+    every = sorted((g.duration_s for g in timeline.gaps(u, 0)), reverse=True)
+    top = [g.duration_s for g in timeline.gaps(u, 0, largest=2)]
+    assert every == [18.0, 7.0, 1.0]  # [10,11) and [11,12) touch: no gap between them
+    assert top == [18.0, 7.0]

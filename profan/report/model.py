@@ -331,7 +331,7 @@ def _timeline_facts(profile: Any, categories: np.ndarray) -> _TimelineFacts:
             span = float(busy.ends[-1] - busy.starts[0])
             span_total += span
             idle_total += span - busy.total
-            all_gaps.extend(timeline.gaps(busy, int(dev)))
+            all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
         comm_total += float(
             (
                 end[on_device & (categories == "collective")]

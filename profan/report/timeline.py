@@ -70,10 +70,15 @@ class Gap:
     duration_s: float
 
 
-def gaps(u: Union, device: int, min_duration_s: float = 0.0) -> list[Gap]:
-    """Holes between the busy blocks of ``u`` (within its own span)."""
+def gaps(
+    u: Union, device: int, min_duration_s: float = 0.0, largest: int | None = None
+) -> list[Gap]:
+    """Holes between the busy blocks of ``u`` (within its own span), or only the ``largest``."""
     if len(u.starts) < 2:
         return []
     holes = u.starts[1:] - u.ends[:-1]
     keep = np.nonzero(holes > min_duration_s)[0]
+    if largest is not None and len(keep) > largest:
+        keep = keep[np.argpartition(-holes[keep], largest - 1)[:largest]]
+        keep = keep[np.argsort(-holes[keep], kind="stable")]
     return [Gap(device, float(u.ends[k]), float(holes[k])) for k in keep]
