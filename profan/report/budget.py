@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -403,6 +404,9 @@ def github_annotations(results: list[CheckResult]) -> str:
         location = ""
         if r.source and ":" in r.source:
             file, _, line = r.source.rpartition(":")
+            cwd = os.getcwd().rstrip("/") + "/"
+            if file.startswith(cwd):  # GitHub wants paths relative to the checkout
+                file = file[len(cwd) :]
             if line.isdigit():
                 location = f" file={_escape_annotation(file, property_value=True)},line={line}"
         title = _escape_annotation(r.name, property_value=True)

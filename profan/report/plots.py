@@ -30,6 +30,8 @@ BOUND_COLOURS = {
     "hbm": "#ff7f0e",
     "ici": "#d62728",
     "latency": "#9467bd",
+    "host": "#8c564b",
+    "unknown": "#7f7f7f",
     "idle": "#c7c7c7",
 }
 
@@ -79,26 +81,36 @@ def roofline(report: Report) -> Figure:
 
 
 def time_per_step(report: Report) -> Figure:
-    """Stacked time by bound; one bar per step when steps are known, else the whole profile."""
+    """Stacked step time by bound (the scorer's per-step shares), one bar per step."""
     fig, ax = plt.subplots(figsize=(7, 3.2), dpi=100)
-    bounds = report.summary.get("time_by_bound_s", {})
-    total = sum(bounds.values()) or 1.0
     steps = [s for s in report.steps if s.get("measured_s")]
-    labels = [str(s["step"]) for s in steps] or ["profile"]
-    scale = [s["measured_s"] / total for s in steps] or [1.0]
-    bottom = [0.0] * len(labels)
-    for bound, value in bounds.items():
-        if value <= 0:
-            continue
-        heights = [value * f for f in scale]  # each step split in the profile's proportions
-        ax.bar(
-            labels, heights, bottom=bottom, color=BOUND_COLOURS.get(bound, "#17becf"), label=bound
-        )
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    shares = sorted({k for s in steps for k in s if k.startswith("share_")})
+    if steps and shares:
+        labels = [str(s["step"]) for s in steps]
+        bottom = [0.0] * len(steps)
+        for key in shares:
+            bound = key.removeprefix("share_")
+            heights = [float(s.get(key) or 0.0) * s["measured_s"] for s in steps]
+            if not any(heights):
+                continue
+            colour = BOUND_COLOURS.get(bound, "#17becf")
+            ax.bar(labels, heights, bottom=bottom, color=colour, label=bound)
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        title = "Step time by bound"
+    else:  # no per-step shares: the whole profile's time by bound, one bar
+        bounds = report.summary.get("time_by_bound_s", {})
+        bottom_value = 0.0
+        for bound, value in bounds.items():
+            if value > 0:
+                colour = BOUND_COLOURS.get(bound, "#17becf")
+                ax.bar(["profile"], [value], bottom=[bottom_value], color=colour, label=bound)
+                bottom_value += value
+        title = "Time by bound (per device)"
     ax.set_ylabel("seconds")
     ax.set_xlabel("step")
-    ax.set_title("Time per step by bound (profile-wide proportions)")
-    ax.legend(fontsize=7, ncol=5)
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=5)
     fig.tight_layout()
     return fig
 
