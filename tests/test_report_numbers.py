@@ -227,3 +227,38 @@ def test_tpu_trace_host_offload_rules(corpus_dir: Path) -> None:
     # the heaviest host copies are the ones flagged
     heaviest = max((op for op in report.ops if op.category == "host"), key=lambda op: op.measured_s)
     assert heaviest.name in host
+
+
+@pytest.mark.parametrize("name", ["mi300x_jax_conv", "mi300x_jax_conv_legacy"])
+def test_gpu_trace_report(corpus_dir: Path, name: str) -> None:
+    analysis, report = _report(corpus_dir / f"traces/{name}.xplane.pb")
+    profile = analysis.profile
+    assert report.device["kind"] == "GPU" and report.device["count"] == 8
+    total = float(profile.ops["duration_s"].sum())
+    assert sum(op.measured_s for op in report.ops) == pytest.approx(total, rel=1e-9)
+    assert report.summary["step_count"] == len(profile.steps)
+    # the JAX 3-D convolution spends most bytes transposing its input into cuDNN's layout
+    relayouts = {f.name for f in report.findings if f.rule == "relayout-copy"}
+    assert "input_transpose_fusion" in relayouts
+    op = next(op for op in report.ops if op.name == "input_transpose_fusion")
+    assert op.hbm_bytes / sum(o.hbm_bytes for o in report.ops) > 0.05
+    assert op.category == "data-movement"
+
+
+def test_terminal_colour_only_when_asked(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from profan.report import terminal
+
+    _, report = _report(fixtures_dir / "mlp")
+    assert "\x1b[" in terminal.render(report, colour=True)
+    assert "\x1b[" not in terminal.render(report, colour=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert terminal.use_colour(io.StringIO())
+    monkeypatch.delenv("FORCE_COLOR")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not terminal.use_colour(io.StringIO())
+    monkeypatch.delenv("NO_COLOR")
+    assert not terminal.use_colour(io.StringIO())  # not a TTY
