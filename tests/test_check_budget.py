@@ -10,6 +10,7 @@ from profan.report.budget import Budget, OpBudget, compare, evaluate
 from profan.report.model import Report, build_report
 from profan.report.pipeline import analyse
 
+pytestmark = pytest.mark.slow
 _REPORTS: dict[str, Report] = {}
 
 

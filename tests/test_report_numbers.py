@@ -22,6 +22,7 @@ from profan.report.model import Report, build_report
 from profan.report.pipeline import analyse
 
 FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
+pytestmark = pytest.mark.slow
 _CACHE: dict[str, tuple[object, Report]] = {}
 
 
