@@ -244,6 +244,18 @@ def test_gpu_trace_report(corpus_dir: Path, name: str) -> None:
     op = next(op for op in report.ops if op.name == "input_transpose_fusion")
     assert op.hbm_bytes / sum(o.hbm_bytes for o in report.ops) > 0.05
     assert op.category == "data-movement"
+    # gaps between steps, from the loader's step table
+    steps = profile.steps.sort_values("step")
+    gaps = (steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]).clip(min=0)
+    assert report.summary["inter_step_gap_max_s"] == pytest.approx(float(gaps.max()))
+    median = float(steps["duration_s"].median())
+    idle_rule = [
+        f for f in report.findings if f.rule == "idle-gaps" and "between steps" in f.message
+    ]
+    assert bool(idle_rule) == (gaps.max() > 0.10 * median)
+    # the convolution runs far below the chip's compute roofline
+    conv = next(op for op in report.ops if op.name.startswith("cudnn-conv"))
+    assert conv.efficiency < 0.10 and "far-from-roofline" in conv.flags
 
 
 def test_terminal_colour_only_when_asked(
