@@ -284,8 +284,27 @@ def _join(
         )
         module[missing_name] = fill
     frame["module"] = module
-    pairs = pd.DataFrame({"p": program, "m": module, "o": frame["op_name"].to_numpy(dtype=object)})
-    codes, uniques = pd.MultiIndex.from_frame(pairs.fillna({"m": "\x00", "o": "\x00"})).factorize()
+    # Distinct (program, module, op) triples: factorize each column, combine the codes.
+    program_codes, program_values = pd.factorize(program)
+    module_codes, module_values = pd.factorize(module, use_na_sentinel=False)
+    op_codes, op_values = pd.factorize(
+        frame["op_name"].to_numpy(dtype=object), use_na_sentinel=False
+    )
+    combined = (program_codes.astype(np.int64) * (len(module_values) + 1) + module_codes) * (
+        len(op_values) + 1
+    ) + op_codes
+    unique_combined, codes = np.unique(combined, return_inverse=True)
+    op_part = unique_combined % (len(op_values) + 1)
+    module_part = (unique_combined // (len(op_values) + 1)) % (len(module_values) + 1)
+    program_part = unique_combined // ((len(op_values) + 1) * (len(module_values) + 1))
+
+    def _text(value: object) -> str:
+        return "\x00" if value is None or (isinstance(value, float) and np.isnan(value)) else value
+
+    uniques = [
+        (program_values[p], _text(module_values[m]), _text(op_values[o]))
+        for p, m, o in zip(program_part, module_part, op_part, strict=True)
+    ]
     names_cache: dict[str, set[str]] = {}
     keys = np.empty(len(uniques), dtype=object)
     matched = np.zeros(len(uniques), dtype=bool)
