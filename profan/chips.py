@@ -99,11 +99,17 @@ class Chip:
         """FLOPs per HBM byte at which a bf16 op turns compute-bound (MODEL.md section 1)."""
         return self.peak_flops["bf16"] / self.hbm_bytes_per_s
 
-    def has_wraparound(self, axis_size: int, slice_shape: tuple[int, ...] | None = None) -> bool:
+    def has_wraparound(
+        self,
+        axis_size: int,
+        slice_shape: tuple[int, ...] | None = None,
+        slice_devices: int | None = None,
+    ) -> bool:
         """Whether a ring along a mesh axis of ``axis_size`` chips has its wraparound link.
 
         TPU v5e/v6e: only axes of exactly 16 (MODEL.md section 4); v4/v5p: axes that are whole
-        4x4x4 cubes (size a multiple of 4, and the slice made of whole cubes when known).
+        4x4x4 cubes (size a multiple of 4, and the slice made of whole cubes when its shape or
+        device count is known).
         Axes of 1 or 2 chips: both directions reach the one neighbour, so treat as a ring.
         """
         if self.topology not in ("torus2d", "torus3d"):
@@ -118,6 +124,8 @@ class Chip:
         if rule == "cube-4":
             if axis_size % 4:
                 return False
+            if slice_devices is not None and slice_devices % 64:
+                return False  # not made of whole 4x4x4 cubes
             return slice_shape is None or all(size % 4 == 0 for size in slice_shape)
         return False
 

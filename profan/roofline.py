@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 BOUNDS = ("compute", "hbm", "ici", "host")
 # Opcodes whose called computations run as ordinary (non-fused) code.
-CONTROL_FLOW = ("while", "call", "conditional", "async-start")
+CONTROL_FLOW = ("while", "call", "conditional")
 FREE = ("parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all",
         "add-dependency", "domain", "partition-id", "replica-id")  # fmt: skip
 GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a node use DCN
@@ -91,6 +91,7 @@ def op_times(
     instruction: Instruction | None = None,
     *,
     mesh_axes: tuple[int, ...] | None = None,
+    slice_devices: int | None = None,
 ) -> OpTimes:
     """Roofline terms of one execution of an op with ``cost`` on ``chip`` (per device)."""
     notes: list[str] = []
@@ -112,6 +113,7 @@ def op_times(
             chip,
             n_axes=len(axis_sizes),
             axis_sizes=tuple(axis_sizes),
+            slice_devices=slice_devices,
             crosses_hosts=_crosses_hosts(info.groups, chip),
         )
         t_ici = timing.t_s
@@ -209,13 +211,20 @@ def score_module(module: Module, chip: Chip | str) -> pd.DataFrame:
     chip = resolve_chip(chip)
     ctx = _Context(module)
     mesh_axes = _mesh_axes_by_name(module)
+    devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
     rows = []
     for computation, count in _scheduled_computations(module):
         for instruction in computation.instructions:
             if instruction.opcode in FREE or instruction.opcode in CONTROL_FLOW:
                 continue
             cost = _estimate(instruction, ctx)
-            times = op_times(cost, chip, instruction, mesh_axes=mesh_axes.get(instruction.name))
+            times = op_times(
+                cost,
+                chip,
+                instruction,
+                mesh_axes=mesh_axes.get(instruction.name),
+                slice_devices=devices or None,
+            )
             if cost.async_role == "start":
                 times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
             flops = cost.flops
@@ -303,7 +312,9 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
             cost.hbm_bytes_read = float(trace_bytes)
             cost_source = "trace"
         mesh_axes = meshes.get(module_key, {}).get(op_name) if module is not None else None
-        times = op_times(cost, chip, instruction, mesh_axes=mesh_axes)
+        times = op_times(
+            cost, chip, instruction, mesh_axes=mesh_axes, slice_devices=profile.device.count or None
+        )
         if cost.async_role == "start":
             times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
         is_async_done = cost.async_role == "done"

@@ -217,3 +217,33 @@ def test_annotation_custom_calls_cost_nothing() -> None:
     )
     cost = estimate(mark)
     assert (cost.flops, cost.hbm_bytes, cost.unknown) == (0, 0, False)
+
+
+ASYNC_MODULE = """HloModule synthetic_async, num_partitions=8
+
+%wrapped (p: f32[64,128]) -> f32[512,128] {
+  %p = f32[64,128]{1,0} parameter(0)
+  ROOT %ag = f32[512,128]{1,0} all-gather(%p), replica_groups=[1,8]<=[8], dimensions={0}
+}
+
+ENTRY %main (x: f32[64,128]) -> f32[512,128] {
+  %x = f32[64,128]{1,0} parameter(0)
+  %s = ((f32[64,128]{1,0}), f32[512,128]{1,0}) async-start(%x), calls=%wrapped
+  ROOT %d = f32[512,128]{1,0} async-done(%s)
+}
+"""
+
+
+def test_async_wrapped_collective_is_timed_on_the_done() -> None:
+    from profan.roofline import score_module
+
+    module = parse_module(ASYNC_MODULE)
+    start = estimate(module.entry.get("s"), module)
+    done = estimate(module.entry.get("d"), module)
+    assert (start.async_role, done.async_role) == ("start", "done")
+    for cost in (start, done):
+        assert cost.collective is not None and cost.collective.kind == "all-gather"
+        assert cost.collective.full_bytes == 512 * 128 * 4 and cost.collective.group_size == 8
+    frame = score_module(module, "tpu-v5e").set_index("name")
+    assert frame.loc["s", "bound_by"] == "async-start" and frame.loc["s", "roofline_s"] == 0
+    assert frame.loc["d", "bound_by"] == "ici" and frame.loc["d", "t_ici_s"] > 0

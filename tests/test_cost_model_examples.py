@@ -75,3 +75,15 @@ def test_latency_threshold_45_kb_on_v5e() -> None:
     # MODEL.md 4: a buffer under ~W_uni x 1 us (45 kB on v5e) is latency-bound
     v5e = get_chip("tpu-v5e")
     assert v5e.ici_link_bytes_per_s_uni * v5e.ici_hop_latency_s == pytest.approx(45e3)
+
+
+def test_wraparound_rules_per_chip() -> None:
+    # MODEL.md 4: v5e/v6e wrap only axes of 16; v4/v5p axes that are whole 4x4x4 cubes
+    v5e, v5p = get_chip("tpu-v5e"), get_chip("tpu-v5p")
+    assert v5e.has_wraparound(16) and not v5e.has_wraparound(8)
+    assert v5p.has_wraparound(8, slice_devices=512) and not v5p.has_wraparound(8, slice_devices=32)
+    assert not v5p.has_wraparound(6)
+    full = collective_time("all-gather", 10**8, 8, v5p, slice_devices=512)
+    partial = collective_time("all-gather", 10**8, 8, v5p, slice_devices=32)
+    # without the wraparound only one direction is usable: about twice as slow
+    assert partial.t_s == pytest.approx(full.t_s * 2 * 7 / 8)

@@ -8,9 +8,12 @@ no HBM bytes, and tiled layouts cost their padded size.
 Without ``module`` (a single pasted line) operand shapes come from the text when it printed them;
 a fusion's FLOPs are then ``None`` (its body is unknown) — never a guess.
 
-Async pairs: the ``-start`` carries the transfer (bytes and interconnect cost, as XLA counts it);
-the matching ``-done`` reports the same bytes with ``async_role="done"`` so per-op figures agree
-with a trace (which shows the wait on the done), and ``module_totals`` counts each pair once.
+Async pairs (``*-start``/``*-done``, ``async-start``/``async-done``, ``copy-start``/``copy-done``):
+bytes and FLOPs sit where XLA's cost analysis puts them — on the start for collectives — except
+host copies, where the TPU compiler charges the moved array to both halves (profan agrees, so
+per-op figures match a trace; ``module_totals`` counts such a pair once).  Both halves carry
+``async_role`` and, for collectives, the ``CollectiveInfo``: ``profan.roofline`` times the pair on
+the done, whose measured duration is the wait for the transfer.
 """
 
 from __future__ import annotations
@@ -365,8 +368,10 @@ def _estimate_unchecked(instruction: Instruction, ctx: _Context) -> OpCost:
         return _fusion(instruction, ctx, cost)
     if opcode == "custom-call":
         return _custom_call(instruction, ctx, cost)
-    if opcode in ("while", "call", "conditional", "async-start"):
+    if opcode in ("while", "call", "conditional"):
         return _control_flow(instruction, ctx, cost)
+    if opcode in ("async-start", "async-done"):
+        return _async_wrapper(instruction, ctx, cost)
     if opcode in ("copy-start", "copy-done"):
         return _async_copy(instruction, ctx, cost)
     base = _base_opcode(opcode)
@@ -505,6 +510,46 @@ def _control_flow(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCo
     total.derivation.append(
         f"{instruction.opcode}: {how} (XLA's convention; trip count not applied)"
     )
+    return total
+
+
+def _wrapped_collective(instruction: Instruction, ctx: _Context) -> Instruction | None:
+    """The collective an ``async-start`` runs (its called computation's collective), if any."""
+    for name in called_computations(instruction):
+        body = ctx.callee(name)
+        if body is None:
+            continue
+        for inner in body.instructions:
+            if _base_opcode(inner.opcode) in COLLECTIVE_KINDS:
+                return inner
+    return None
+
+
+def _async_wrapper(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
+    """``async-start`` costs what its called computation costs (XLA); ``async-done`` waits.
+
+    When the wrapped computation is a collective, both carry its ``CollectiveInfo`` and the
+    pair is timed as that collective (on the done, see ``profan.roofline``).
+    """
+    if instruction.opcode == "async-start":
+        total = _control_flow(instruction, ctx, cost)
+        total.async_role = "start"
+        start = instruction
+    else:
+        total = cost
+        total.async_role = "done"
+        total.derivation.append("async-done: waits for its async-start")
+        start = ctx.operand(instruction, 0)
+    inner = _wrapped_collective(start, ctx) if start is not None else None
+    if inner is not None:
+        kind = _base_opcode(inner.opcode)
+        info = collective_info(inner, ctx.module, kind, ctx)
+        from profan.cost.collectives import sent_bytes_per_device
+
+        total.collective = info
+        total.ici_bytes = sent_bytes_per_device(kind, info.full_bytes, info.group_size)
+        total.derivation.append(f"asynchronous {kind}: V={info.full_bytes} B, groups of "
+                                f"{info.group_size}")  # fmt: skip
     return total
 
 

@@ -82,12 +82,14 @@ def collective_time(
     n_axes: int = 1,
     axis_sizes: tuple[int, ...] | None = None,
     slice_shape: tuple[int, ...] | None = None,
+    slice_devices: int | None = None,
     crosses_hosts: bool = False,
 ) -> CollectiveTime:
     """Predicted time of one collective on ``chip`` (see the module docstring for the model).
 
     ``axis_sizes`` are the sizes of the mesh axes the groups span (their product is the group
-    size); they decide whether each axis has its wraparound link.  ``crosses_hosts`` selects DCN.
+    size); they decide whether each axis has its wraparound link, with the slice's shape or device
+    count where known.  ``crosses_hosts`` selects DCN.
     """
     if kind not in KINDS:
         raise ValueError(f"not a collective kind: {kind!r}")
@@ -113,7 +115,9 @@ def collective_time(
         hops = group_size - 1  # a ring algorithm takes n-1 steps
     else:
         link = "ici"
-        wraparound = all(chip.has_wraparound(size, slice_shape) for size in axis_sizes)
+        wraparound = all(
+            chip.has_wraparound(size, slice_shape, slice_devices) for size in axis_sizes
+        )
         if wraparound:
             bandwidth = chip.ici_link_bytes_per_s_bi * n_axes
             t_gather = full_bytes / bandwidth
