@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from profan.trace.profile import Profile
 
 BOUNDS = ("compute", "hbm", "ici", "host")
-# Opcodes whose called computations run as ordinary (non-fused) code.
+# Opcodes whose called computations run as ordinary (non-fused) code; an async-start is scored
+# as one op (its computation is what it runs asynchronously).
 CONTROL_FLOW = ("while", "call", "conditional")
 FREE = ("parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all",
         "add-dependency", "domain", "partition-id", "replica-id")  # fmt: skip

@@ -11,9 +11,10 @@ a fusion's FLOPs are then ``None`` (its body is unknown) — never a guess.
 Async pairs (``*-start``/``*-done``, ``async-start``/``async-done``, ``copy-start``/``copy-done``):
 bytes and FLOPs sit where XLA's cost analysis puts them — on the start for collectives — except
 host copies, where the TPU compiler charges the moved array to both halves (profan agrees, so
-per-op figures match a trace; ``module_totals`` counts such a pair once).  Both halves carry
-``async_role`` and, for collectives, the ``CollectiveInfo``: ``profan.roofline`` times the pair on
-the done, whose measured duration is the wait for the transfer.
+per-op figures match a trace, and ``module_totals`` sums both halves as the compiler does).
+Both halves carry ``async_role`` and, for collectives, the ``CollectiveInfo``:
+``profan.roofline`` times the pair on the done, whose measured duration is the wait for the
+transfer.
 """
 
 from __future__ import annotations
@@ -907,8 +908,6 @@ def module_totals(
     for computation in computations or [module.entry]:
         for instruction in computation.instructions:
             cost = _estimate(instruction, ctx)
-            if cost.async_role == "done" and instruction.opcode in ("copy-done",):
-                continue  # the pair's transfer is counted once, on the start
             if cost.flops is None or cost.unknown:
                 totals.unknown_ops.append(instruction.name)
             totals.flops += cost.flops or 0.0
