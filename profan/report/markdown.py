@@ -36,7 +36,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     ]
     lines += [f"| {k} | {seconds(v)} |" for k, v in s.get("time_by_category_s", {}).items()]
     lines += ["", "## Time by bound", "", "| bound | time per device |", "|---|---:|"]
-    lines += [f"| {k} | {seconds(v)} |" for k, v in s.get("time_by_bound_s", {}).items()]
+    lines += [f"| {k} | {seconds(v)} |" for k, v in s.get("time_by_bound_s", {}).items() if v]
     for name, src in (images or {}).items():
         lines += ["", f"![{name}]({src})"]
     lines += [
