@@ -51,6 +51,10 @@ _COMPUTATION_ATTRIBUTES = frozenset(
         "comparator",
     }
 )
+# What the grammar's _LEAD matches: blanks and comments before a token.
+_LEAD = re.compile(r"(?:\s++|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+")
+_LEAD_CHARS = frozenset(" \t\r\n\f\v/")
+_COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
 _INT_FIELD = re.compile(r"(\w+)=(-?\d+)")
 
 # Friendlier names for terminals in "expected one of" lists.
@@ -59,16 +63,23 @@ _TERMINAL_NAMES = {
     "OPCODE": "an opcode",
     "SHAPE": "a shape",
     "OPERAND": "an operand",
-    "ATTR": "an attribute (name=value)",
+    "ATTR": "an attribute (, name=value)",
     "LITERAL": "a literal",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "LBRACE": "'{'",
-    "RBRACE": "'}'",
-    "COMMA": "','",
-    "EQUAL": "'='",
-    "COLON": "':'",
-    "__ANON_0": "'->'",
+    "_LPAR": "'('",
+    "_RPAR": "')'",
+    "_LBRACE": "'{'",
+    "_RBRACE": "'}'",
+    "_COMMA": "','",
+    "_COLON": "':'",
+    "_ARROW": "'->'",
+    "_TRAILER": "end of input",
+    "INSTR_NAME": "an instruction (name = ...)",
+    "OPERANDS": "operands",
+    "BUFFER": "b(...)",
+    "FILE_NAMES": "FileNames",
+    "FUNCTION_NAMES": "FunctionNames",
+    "FILE_LOCATIONS": "FileLocations",
+    "STACK_FRAMES": "StackFrames",
     "INT": "an integer",
     "STRING": "a string",
     "BRACED": "'{...}'",
@@ -100,11 +111,12 @@ class _ModelBuilder:
 
     def __init__(self) -> None:
         self.inline_parser: Lark | None = None
+        self.operand_item: re.Pattern[str] | None = None  # the grammar's OPERAND terminal
         self.reset()
 
     def reset(self) -> None:
         # Memo tables are per parse so a long-lived process does not grow without bound.
-        self._operands = {}
+        self._operand_memo = {}
         self._shapes = {}
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
@@ -116,7 +128,7 @@ class _ModelBuilder:
             return item
         shape = self._shapes.get(item)
         if shape is None:
-            text = str(item)
+            text = _bare(item)
             if " " in text or "\t" in text:
                 text = "".join(text.split())
             try:
@@ -134,12 +146,12 @@ class _ModelBuilder:
 
     # -- instructions -------------------------------------------------------------------------
     def tuple_operand(self, children: list) -> Operand:
-        return Operand(children[1].lstrip("%"), children[0])
+        return Operand(_bare(children[1]).lstrip("%"), children[0])
 
     def _operand(self, token: Token) -> Operand:
-        operand = self._operands.get(token)
+        operand = self._operand_memo.get(token)
         if operand is None:
-            text = str(token)
+            text = _bare(token)
             if "[" not in text:
                 operand = Operand(text.lstrip("%"), None)
             else:
@@ -147,8 +159,19 @@ class _ModelBuilder:
                 split = max(text.rfind("]"), text.rfind("}")) + 1
                 name = text[split:].strip().lstrip("%")
                 operand = Operand(name, self._shape(text[:split]))
-            self._operands[token] = operand
+            self._operand_memo[token] = operand
         return operand
+
+    def _operand_list(self, token: Token) -> list[Operand]:
+        """The operands of one OPERANDS token (``f32[2]{0} %a, %b)``)."""
+        text = str(token)
+        if "/" in text:
+            text = _COMMENT.sub(" ", text)
+        operands = []
+        assert self.operand_item is not None
+        for match in self.operand_item.finditer(text, 0, text.rindex(")")):
+            operands.append(self._operand(match.group(0)))
+        return operands
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
@@ -157,7 +180,8 @@ class _ModelBuilder:
         if is_root:
             index = 1
         name_token = children[index]
-        instruction = self._build(name_token.lstrip("%"), name_token, children[index + 1 :])
+        name = _bare(name_token)[:-1].rstrip().lstrip("%")  # the token is `%name =`
+        instruction = self._build(name, name_token, children[index + 1 :])
         instruction.is_root = is_root
         if nested:
             return [*nested, instruction]
@@ -170,7 +194,7 @@ class _ModelBuilder:
             if isinstance(children[0], Token) and children[0].type in ("OPCODE", "CONSTANT")
             else children[1]
         )
-        opcode = str(opcode_token)[:-1].rstrip()
+        opcode = _bare(opcode_token)[:-1].rstrip()
         name = f"{opcode}.anonymous.{self._anonymous}"
         nested, self._pending = self._pending, []
         instruction = self._build(name, opcode_token, children)
@@ -185,13 +209,15 @@ class _ModelBuilder:
         else:
             shape = UNKNOWN_SHAPE
         opcode_token = children[0]
-        opcode = opcode_token[:-1].rstrip()  # the token includes its '('
+        opcode = _bare(opcode_token)[:-1].rstrip()  # the token includes its '('
         operands: list[Operand] = []
         attributes: dict[str, str] = {}
         literal = None
         for child in children[1:]:
             if isinstance(child, Operand):
                 operands.append(child)
+            elif child.type == "OPERANDS":
+                operands.extend(self._operand_list(child))
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTR":
@@ -202,7 +228,7 @@ class _ModelBuilder:
                     value = self._inline_computation(f"{name}.{key}", child, value)
                 attributes[key] = value
             elif child.type == "LITERAL":
-                literal = str(child).strip()
+                literal = _bare(child).strip()
         parameter_number = None
         if opcode == "parameter":
             if len(operands) != 1 or operands[0].shape is not None:
@@ -263,7 +289,7 @@ class _ModelBuilder:
     def computation(self, children: list) -> Computation:
         is_entry = isinstance(children[0], Token) and children[0].type == "ENTRY"
         name_token = children[1] if is_entry else children[0]
-        name = name_token.lstrip("%")
+        name = _bare(name_token).lstrip("%")
         body: list = []
         execution_thread = None
         for child in children[2 if is_entry else 1 :]:
@@ -339,7 +365,7 @@ class _ModelBuilder:
     def module(self, children: list) -> Module:
         name = ""  # no HloModule header
         if children and isinstance(children[0], Token) and children[0].type == "HLOMODULE":
-            name = str(children[1])
+            name = _bare(children[1])
         else:
             children = [None, None, *children]
         attributes: dict[str, str] = {}
@@ -368,8 +394,18 @@ class _ModelBuilder:
         return Module(name, computations, attributes, tables)
 
 
-def _split_attr(token: Token) -> tuple[str, str]:
+def _bare(token: Any) -> str:
+    """A token's text without the blanks and comments the grammar lets lead it."""
     text = str(token)
+    if text and text[0] in _LEAD_CHARS:
+        text = text[_LEAD.match(text).end() :]  # type: ignore[union-attr]
+    return text
+
+
+def _split_attr(token: Token) -> tuple[str, str]:
+    text = _bare(token)[1:]  # drop the ','
+    if text and text[0] in _LEAD_CHARS:
+        text = _bare(text)
     equals = text.index("=")
     return text[:equals].rstrip(), text[equals + 1 :].strip()
 
@@ -381,16 +417,27 @@ def _int_fields(token: Token) -> dict[str, int]:
 def _id_table(children: list, convert: Any) -> dict:
     rows: dict = {}
     for id_token, value in zip(children[1::2], children[2::2], strict=True):
-        rows[int(id_token)] = convert(value)
+        rows[int(_bare(id_token))] = convert(_bare(value))
     return rows
 
 
+def _position(token: Any) -> tuple[int | None, int | None]:
+    """Line and column of a token's text proper (after its leading blanks and comments)."""
+    line = getattr(token, "line", None)
+    column = getattr(token, "column", None)
+    text = str(token)
+    if line is None or column is None or not text or text[0] not in _LEAD_CHARS:
+        return line, column
+    lead = text[: _LEAD.match(text).end()]  # type: ignore[union-attr]
+    newlines = lead.count("\n")
+    if newlines:
+        return line + newlines, len(lead) - lead.rindex("\n")
+    return line, column + len(lead)
+
+
 def _error_at(token: Any, reason: str) -> HloSyntaxError:
-    return HloSyntaxError(
-        reason,
-        line=getattr(token, "line", None),
-        column=getattr(token, "column", None),
-    )
+    line, column = _position(token)
+    return HloSyntaxError(reason, line=line, column=column)
 
 
 @lru_cache(maxsize=1)
@@ -409,6 +456,7 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
         cache=str(cache_file),
     )
     module_parser = Lark(grammar, start="module", **options)
+    builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.inline_parser = Lark(
         grammar,
         start="inline_body",
@@ -461,7 +509,7 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
         )
     if isinstance(error, UnexpectedToken):
         token = error.token
-        if token.type == "$END":
+        if token.type in ("$END", "_TRAILER"):
             lines = text.rstrip().split("\n")
             return HloSyntaxError(
                 "unexpected end of input",
@@ -471,24 +519,31 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
                 text=lines[-1][:300],
                 expected=_expected_names(error.expected),
             )
-        shown = str(token)
+        shown = _bare(token)
         shown = shown if len(shown) <= 40 else shown[:40] + "…"
+        line, column = _position(token)
         return HloSyntaxError(
             f"unexpected {shown!r}",
             file=file,
-            line=error.line,
-            column=error.column,
-            text=_line_text(text, error.line),
+            line=line,
+            column=column,
+            text=_line_text(text, line),
             expected=_expected_names(error.expected),
         )
     if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+        # The lexer stops where the blanks before the bad text begin: skip them.
+        at = _LEAD.match(text, error.pos_in_stream).end()  # type: ignore[union-attr]
+        line = text.count("\n", 0, at) + 1
+        column = at - text.rfind("\n", 0, at)
+        reason = (
+            f"unexpected character {text[at]!r}" if at < len(text) else "unexpected end of input"
+        )
         return HloSyntaxError(
-            f"unexpected character {char!r}",
+            reason,
             file=file,
-            line=error.line,
-            column=error.column,
-            text=_line_text(text, error.line),
+            line=line,
+            column=column,
+            text=_line_text(text, line),
             expected=_expected_names(error.allowed),
         )
     if isinstance(error, UnexpectedInput):

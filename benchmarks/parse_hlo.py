@@ -1,0 +1,90 @@
+"""Parse speed of profan's HLO parser on the three largest corpus modules, against XLA's.
+
+    python benchmarks/parse_hlo.py [--corpus ../shared/corpus] [--repeat 3]
+
+Prints MB/s for profan (cache off) and, when jaxlib is importable, for XLA's own C++ parser on
+the same text in the same run, and the ratio (target: profan within 8x of XLA).  Also times a
+repeated ``parse_file`` of an unchanged file (served from the cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from profan.hlo import parse_file, parse_module  # noqa: E402
+from profan.hlo.parser import _parsers  # noqa: E402
+
+
+def xla_parser() -> Callable[[str], object] | None:
+    """XLA's C++ text parser from the installed jaxlib, wherever this version keeps it."""
+    try:
+        from jax._src.lib import xla_client
+    except Exception:  # noqa: BLE001 - no jaxlib: profan's numbers alone
+        return None
+    for owner in (getattr(xla_client, "hlo", None), getattr(xla_client, "_xla", None)):
+        function = getattr(owner, "hlo_module_from_text", None)
+        if function is not None:
+            return function
+    return None
+
+
+def best_of(repeat: int, function: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "corpus"))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    root = Path(args.corpus) / "hlo" / "xla"
+    files = sorted(root.glob("*.hlo"), key=lambda p: p.stat().st_size)[-3:]
+    if not files:
+        print(f"no corpus at {root}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("PROFAN_CACHE_DIR", tempfile.mkdtemp(prefix="profan-bench-"))
+    _parsers()  # build the grammar tables once, outside the timings
+    xla = xla_parser()
+    print(
+        f"{'module':70s} {'MB':>6s} {'lines':>6s} {'profan MB/s':>11s} {'XLA MB/s':>9s} {'ratio':>6s}"
+    )
+    worst = 0.0
+    for path in files:
+        text = path.read_text()
+        megabytes = len(text.encode()) / 1e6
+        profan_s = best_of(args.repeat, lambda t=text: parse_module(t))
+        row = f"{path.name[:70]:70s} {megabytes:6.2f} {text.count(chr(10)):6d} "
+        row += f"{megabytes / profan_s:11.2f} "
+        if xla is not None:
+            xla_s = best_of(args.repeat, lambda t=text: xla(t))
+            ratio = profan_s / xla_s
+            worst = max(worst, ratio)
+            row += f"{megabytes / xla_s:9.2f} {ratio:5.1f}x"
+        print(row, flush=True)
+    if xla is not None:
+        print(f"worst ratio profan/XLA: {worst:.1f}x (target <= 8x)")
+    else:
+        print("jaxlib not importable: XLA's parser not timed")
+    path = files[-1]
+    parse_file(path)  # fill the cache
+    cached_s = best_of(args.repeat, lambda: parse_file(path))
+    print(f"repeated parse_file of {path.name} (cached): {cached_s * 1000:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
