@@ -49,7 +49,7 @@ ELEMENTWISE_OPCODES = TRANSCENDENTAL_OPCODES | frozenset(
         "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "real", "remainder",
         "round-nearest-afz", "round-nearest-even", "shift-left", "shift-right-arithmetic",
         "shift-right-logical", "sign", "subtract", "xor", "compare", "clamp", "select", "convert",
-        "reduce-precision", "stochastic-convert",
+        "reduce-precision", "stochastic-convert", "bitcast-convert",
     }
 )  # fmt: skip
 # Ops that move no data and do no math (XLA gives them zero bytes).
@@ -237,8 +237,16 @@ def estimate(instruction: Instruction, module: Module | None = None) -> OpCost:
 
 
 def _default_bytes(instruction: Instruction, ctx: _Context) -> tuple[float, float]:
+    """Operands read + output written.  A tuple-shaped result (multi-operand sort, a tuple
+    all-to-all) is charged its arrays, as XLA 0.10 does; only ``tuple`` itself is charged its
+    pointer table (handled by its caller)."""
     read = sum(_size(shape) for shape in ctx.operand_shapes(instruction))
-    return float(read), float(_size(instruction.shape))
+    shape = instruction.shape
+    if shape.is_tuple:
+        written = sum(_size(leaf) for leaf in shape.leaves() if leaf.is_array)
+    else:
+        written = _size(shape)
+    return float(read), float(written)
 
 
 def _computation_cost(computation: Computation, ctx: _Context) -> OpCost:
@@ -318,6 +326,7 @@ def _estimate_unchecked(instruction: Instruction, ctx: _Context) -> OpCost:
 
     if opcode == "tuple":
         cost.hbm_bytes_read = 0.0
+        cost.hbm_bytes_written = float(_size(shape))
         note("tuple: only its pointer table is written")
         return cost
     if opcode == "slice":
@@ -681,11 +690,6 @@ def _collective(instruction: Instruction, ctx: _Context, cost: OpCost, kind: str
         cost.async_role = "start"
     info = collective_info(instruction, ctx.module, kind, ctx)
     cost.collective = info
-    if instruction.shape.is_tuple:
-        # XLA (0.10) charges a tuple-shaped collective its leaves, not a pointer table
-        cost.hbm_bytes_written = float(
-            sum(_size(leaf) for leaf in instruction.shape.leaves() if leaf.is_array)
-        )
     cost.ici_bytes = sent_bytes_per_device(kind, info.full_bytes, info.group_size)
     if kind == "all-reduce":
         # XLA: one FLOP per output element (the combiner applied once per element)
