@@ -332,22 +332,33 @@ def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
 
     ``override`` (``--chip NAME``) picks the entry by name instead of by the device string.
     Figures the trace carries (``peak_flops_per_s`` for bf16, ``peak_hbm_bytes_per_s``) replace
-    the catalogue's; ``figure_sources`` records which figure came from where.
+    the catalogue's — unless ``override`` names a different chip than the trace's (a what-if:
+    the trace's figures describe other hardware); ``figure_sources`` records where each came from.
     """
     chips = catalogue()
-    chip: Chip | None = None
+    detected: Chip | None = None
     how = ""
+    if device.type_string:
+        detected = match_device_string(device.type_string, chips)
+        how = f"device string {device.type_string!r}"
+    if detected is None and device.kind == "GPU":
+        detected, how = _match_gpu(device.stats, chips)
+    if detected is None and device.kind == "CPU":
+        detected = chips["cpu"]
+        how = "CPU device"
+    chip = detected
     if override:
         chip = get_chip(override)
+        if detected is not None and detected.name != chip.name:
+            sources = {
+                "chip": f"--chip {override}",
+                "note": f"the trace ran on {detected.name}; its own figures are not used",
+            }
+            for dtype in chip.peak_flops:
+                sources[f"peak_flops.{dtype}"] = "catalogue"
+            sources["hbm_bytes_per_s"] = "catalogue"
+            return dataclasses.replace(chip, figure_sources=sources)
         how = f"--chip {override}"
-    if chip is None and device.type_string:
-        chip = match_device_string(device.type_string, chips)
-        how = f"device string {device.type_string!r}"
-    if chip is None and device.kind == "GPU":
-        chip, how = _match_gpu(device.stats, chips)
-    if chip is None and device.kind == "CPU":
-        chip = chips["cpu"]
-        how = "CPU device"
     if chip is None:
         raise ConfigError(
             f"cannot tell which chip the trace ran on (device {device.kind} "

@@ -159,3 +159,17 @@ def test_trace_figures_far_below_the_published_peak_are_not_used() -> None:
     chip = chip_for_device(device)
     assert chip.hbm_bytes_per_s == 5.3e12
     assert chip.figure_sources["hbm_bytes_per_s"].startswith("catalogue (trace reported")
+
+
+def test_override_to_another_chip_ignores_the_traces_figures() -> None:
+    device = DeviceInfo(kind="TPU", type_string="TPU v6 Lite", count=4,
+                        peak_flops_per_s=918e12, peak_hbm_bytes_per_s=1.638e12)  # fmt: skip
+    chip = chip_for_device(device, override="h100")
+    assert chip.name == "h100" and chip.hbm_bytes_per_s == 3.35e12
+    assert chip.figure_sources["hbm_bytes_per_s"] == "catalogue"
+    what_if = chip_for_device(device, override="tpu-v5e")
+    assert what_if.hbm_bytes_per_s == 8.1e11 and "tpu-v6e" in what_if.figure_sources["note"]
+    same = chip_for_device(device, override="tpu-v6e")
+    assert same.figure_sources["hbm_bytes_per_s"] == "trace"
+    unknown = DeviceInfo(kind="TPU", type_string="TPU v99", count=1, peak_hbm_bytes_per_s=2e12)
+    assert chip_for_device(unknown, override="tpu-v6e").hbm_bytes_per_s == 2e12
