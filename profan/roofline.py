@@ -7,7 +7,14 @@ Copies between host memory and HBM are bound by PCIe (``t_host_s``).
 
 Async pairs: the pair is scored on its ``-done`` op — the done's measured duration is the wait
 for the transfer, while the ``-start`` only issues it (rows for starts have no roofline time and
-``bound_by == "async-start"``).
+``bound_by == "async-start"``).  A done's efficiency is left undefined (NaN): its measured time
+is only the part of the transfer that was not hidden behind other work.
+
+Per step (``Score.steps``): ``ideal_s`` is, on the busiest device, the larger of the synchronous
+ops' rooflines summed and the busiest link's async traffic (host-to-device, device-to-host and
+ICI transfers may overlap compute but not each other on one link); ``mfu`` is the step's model
+FLOPs (the trace's ``model_flops`` where it has them, else profan's FLOPs) over the bf16 peak x
+step time x devices; ``share_<bound>`` is the share of op time whose op is bound by it.
 
 ``score(profile, chip)`` scores a loaded trace; ``score_module(module, chip)`` is the same
 arithmetic on a bare HLO module (a compile-time roofline, no measured times).
