@@ -47,12 +47,17 @@ def pick_module(report: Report, profile: Any, name: str | None) -> tuple[str, Mo
 
 
 def comment_for(op: OpEntry) -> str:
+    bound = {
+        "async-start": "issues an async op (scored on its -done)",
+        "unknown": "no cost model",
+    }.get(op.bound_by, f"{op.bound_by}-bound")
     parts = [
-        f"measured {seconds(op.measured_s)} ×{op.occurrences}",
+        f"measured {seconds(op.measured_s)} in {op.occurrences} runs",
         f"ideal {seconds(op.roofline_s)}",
-        f"{op.bound_by}-bound",
-        f"eff {percent(op.efficiency)}",
+        bound,
     ]
+    if op.efficiency is not None:
+        parts.append(f"eff {percent(op.efficiency)}")
     if op.flags:
         parts.append("FLAGS: " + ",".join(op.flags))
     return "  // profan: " + ", ".join(parts)
