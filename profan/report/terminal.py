@@ -205,14 +205,25 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
     )
     out.append("")
     if report.findings:
-        out.append(style(f"Suspicious ({len(report.findings)})", "bold"))
-        for f in report.findings[:top]:
-            where = f"{f.name} " if f.name else ""
-            source = f"  [{f.source}]" if f.source else ""
-            out.append(f"  {style(f.rule, 'red')}: {where}{f.message}{source}")
-            out.append(f"      {style('look at:', 'dim')} {f.look_at}")
-        if len(report.findings) > top:
-            out.append(f"  … and {len(report.findings) - top} more (see --format json)")
+        out.append(style(f"Suspicious ({len(report.findings)} findings)", "bold"))
+        # one block per op (heaviest first); "look at" advice once per rule
+        groups: dict[str | None, list] = {}
+        for f in report.findings:
+            groups.setdefault(f.op or f"profile:{f.rule}:{f.message}", []).append(f)
+        advised: set[str] = set()
+        for shown_groups, findings in enumerate(groups.values()):
+            if shown_groups >= top:
+                out.append(f"  … and {len(groups) - top} more ops (see --format json)")
+                break
+            first = findings[0]
+            if first.name:
+                source = f"  [{short_path(first.source)}]" if first.source else ""
+                out.append(f"  {style(first.name, 'bold')}{source}")
+            for f in findings:
+                out.append(f"    {style(f.rule, 'red')}: {f.message}")
+                if f.rule not in advised:
+                    advised.add(f.rule)
+                    out.append(f"      {style('look at:', 'dim')} {f.look_at}")
     else:
         out.append(style("Suspicious: none of the rules fired", "green"))
         out.append("  rules: " + ", ".join(RULES))
