@@ -144,3 +144,14 @@ def test_largest_gaps_are_the_largest() -> None:
     top = [g.duration_s for g in timeline.gaps(u, 0, largest=2)]
     assert every == [18.0, 7.0, 1.0]  # [10,11) and [11,12) touch: no gap between them
     assert top == [18.0, 7.0]
+
+
+def test_json_report_version_checked() -> None:
+    from profan.report.model import Report
+
+    with pytest.raises(ConfigError, match="schema_version 2 is not supported"):
+        Report.from_dict({"schema_version": 2})
+    with pytest.raises(ConfigError, match="no schema_version"):
+        Report.from_dict({"ops": []})
+    with pytest.raises(ConfigError, match="malformed"):
+        Report.from_dict({"schema_version": 1, "ops": []})
