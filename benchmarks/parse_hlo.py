@@ -28,7 +28,7 @@ def xla_parser() -> Callable[[str], object] | None:
     """XLA's C++ text parser from the installed jaxlib, wherever this version keeps it."""
     try:
         from jax._src.lib import xla_client
-    except Exception:  # noqa: BLE001 - no jaxlib: profan's numbers alone
+    except Exception:  # no jaxlib: profan's numbers alone
         return None
     for owner in (getattr(xla_client, "hlo", None), getattr(xla_client, "_xla", None)):
         function = getattr(owner, "hlo_module_from_text", None)

@@ -55,6 +55,10 @@ _COMPUTATION_ATTRIBUTES = frozenset(
 _LEAD = re.compile(r"(?:\s++|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+")
 _LEAD_CHARS = frozenset(" \t\r\n\f\v/")
 _COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
+# An INSTR_HEAD token (after its lead): [ROOT] name = shape opcode(
+_HEAD = re.compile(
+    r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
+)
 _INT_FIELD = re.compile(r"(\w+)=(-?\d+)")
 
 # Friendlier names for terminals in "expected one of" lists.
@@ -112,6 +116,7 @@ class _ModelBuilder:
     def __init__(self) -> None:
         self.inline_parser: Lark | None = None
         self.operand_item: re.Pattern[str] | None = None  # the grammar's OPERAND terminal
+        self.attr_item: re.Pattern[str] | None = None  # the grammar's ATTR terminal
         self.reset()
 
     def reset(self) -> None:
@@ -123,7 +128,7 @@ class _ModelBuilder:
         self._anonymous = 0
 
     # -- shapes -------------------------------------------------------------------------------
-    def _shape(self, item: Any) -> Shape:
+    def _shape(self, item: Any, anchor: Token | None = None) -> Shape:
         if isinstance(item, Shape):
             return item
         shape = self._shapes.get(item)
@@ -134,7 +139,7 @@ class _ModelBuilder:
             try:
                 shape = decode_shape(text)
             except HloSyntaxError as error:
-                raise _error_at(item, error.reason) from None
+                raise _error_at(anchor if anchor is not None else item, error.reason) from None
             self._shapes[item] = shape
         return shape
 
@@ -148,7 +153,7 @@ class _ModelBuilder:
     def tuple_operand(self, children: list) -> Operand:
         return Operand(_bare(children[1]).lstrip("%"), children[0])
 
-    def _operand(self, token: Token) -> Operand:
+    def _operand(self, token: Token | str, anchor: Token | None = None) -> Operand:
         operand = self._operand_memo.get(token)
         if operand is None:
             text = _bare(token)
@@ -158,7 +163,7 @@ class _ModelBuilder:
                 # shape, optional blanks, name: the name is the run after the shape's last ] or }
                 split = max(text.rfind("]"), text.rfind("}")) + 1
                 name = text[split:].strip().lstrip("%")
-                operand = Operand(name, self._shape(text[:split]))
+                operand = Operand(name, self._shape(text[:split], anchor or token))
             self._operand_memo[token] = operand
         return operand
 
@@ -170,18 +175,29 @@ class _ModelBuilder:
         operands = []
         assert self.operand_item is not None
         for match in self.operand_item.finditer(text, 0, text.rindex(")")):
-            operands.append(self._operand(match.group(0)))
+            operands.append(self._operand(match.group(0), token))
         return operands
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
-        index = 0
-        is_root = isinstance(children[0], Token) and children[0].type == "ROOT"
-        if is_root:
-            index = 1
-        name_token = children[index]
-        name = _bare(name_token)[:-1].rstrip().lstrip("%")  # the token is `%name =`
-        instruction = self._build(name, name_token, children[index + 1 :])
+        first = children[0]
+        if first.type == "INSTR_HEAD":
+            # `[ROOT] %name = shape opcode(` in one token
+            head = _HEAD.fullmatch(_bare(first))
+            if head is None:  # the grammar's token and _HEAD disagree: a bug, reported as such
+                raise _error_at(first, "cannot split the instruction head")
+            root_word, name, shape_text, opcode = head.groups()
+            is_root = root_word is not None
+            shape = self._shape(shape_text, first)
+            instruction = self._make(name.lstrip("%"), shape, opcode, first, children[1:])
+        else:
+            index = 0
+            is_root = first.type == "ROOT"
+            if is_root:
+                index = 1
+            name_token = children[index]
+            name = _bare(name_token)[:-1].rstrip().lstrip("%")  # the token is `%name =`
+            instruction = self._build(name, children[index + 1 :])
         instruction.is_root = is_root
         if nested:
             return [*nested, instruction]
@@ -197,11 +213,11 @@ class _ModelBuilder:
         opcode = _bare(opcode_token)[:-1].rstrip()
         name = f"{opcode}.anonymous.{self._anonymous}"
         nested, self._pending = self._pending, []
-        instruction = self._build(name, opcode_token, children)
+        instruction = self._build(name, children)
         self._pending = [*nested, instruction]
         return Operand(name, instruction.shape)
 
-    def _build(self, name: str, name_token: Token, children: list) -> Instruction:
+    def _build(self, name: str, children: list) -> Instruction:
         first = children[0]
         if isinstance(first, Shape) or first.type == "SHAPE":
             shape = self._shape(first)
@@ -210,23 +226,30 @@ class _ModelBuilder:
             shape = UNKNOWN_SHAPE
         opcode_token = children[0]
         opcode = _bare(opcode_token)[:-1].rstrip()  # the token includes its '('
+        return self._make(name, shape, opcode, opcode_token, children[1:])
+
+    def _make(
+        self, name: str, shape: Shape, opcode: str, opcode_token: Token, children: list
+    ) -> Instruction:
         operands: list[Operand] = []
         attributes: dict[str, str] = {}
         literal = None
-        for child in children[1:]:
+        for child in children:
             if isinstance(child, Operand):
                 operands.append(child)
             elif child.type == "OPERANDS":
                 operands.extend(self._operand_list(child))
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
-            elif child.type == "ATTR":
-                key, value = _split_attr(child)
-                if key in attributes:
-                    raise _error_at(child, f"attribute {key!r} given twice")
-                if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
-                    value = self._inline_computation(f"{name}.{key}", child, value)
-                attributes[key] = value
+            elif child.type == "ATTRS":
+                assert self.attr_item is not None
+                for match in self.attr_item.finditer(child):
+                    key, value = _split_attr(match.group(0))
+                    if key in attributes:
+                        raise _error_at(child, f"attribute {key!r} given twice")
+                    if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
+                        value = self._inline_computation(f"{name}.{key}", child, value)
+                    attributes[key] = value
             elif child.type == "LITERAL":
                 literal = _bare(child).strip()
         parameter_number = None
@@ -457,6 +480,7 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     )
     module_parser = Lark(grammar, start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
+    builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
     builder.inline_parser = Lark(
         grammar,
         start="inline_body",
