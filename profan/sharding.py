@@ -23,7 +23,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from profan.attribute import called_computations, classify, is_backward, op_name_of
+from profan.attribute import (
+    called_computations,
+    classify,
+    is_backward,
+    op_name_of,
+    scope_of,
+)
 from profan.errors import HloSyntaxError
 from profan.hlo.devices import (
     Sharding,
@@ -570,6 +576,7 @@ class MatmulSharding:
     evidence: list[str] = field(default_factory=list)
     batch: tuple[list[int], list[int]] = ([], [])
     op_name: str | None = None
+    scope: str | None = None  # JAX named-scope path (profan.attribute.scope_of)
     backward: bool = False
     annotated: bool = False  # operand splits came from sharding= annotations
     feeds: list[dict[str, Any]] = field(default_factory=list)  # collectives fed by the result
@@ -970,6 +977,7 @@ class _Propagator:
             evidence=evidence,
             batch=(lb, rb),
             op_name=op_name_of(instruction),
+            scope=scope_of(instruction),
             backward=is_backward(instruction),
             annotated=lhs.known or rhs.known,
         )

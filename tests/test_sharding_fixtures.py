@@ -166,3 +166,15 @@ def test_strategy_labels(name: str) -> None:
     assert ("data parallel", ("model",)) not in labels
     assert not any(s.startswith("tensor") and axes == ("data",) for s, axes in labels)
     json.dumps(report.to_dict())
+
+
+def test_transformer_matmuls_carry_their_scope() -> None:
+    """Each matmul's named scope (layer, attention/MLP block) matches the recorded one."""
+    meta, module = _load("transformer")
+    report = describe(module)
+    mapping = _axis_map(meta, report)
+    ours = Counter(
+        (_our_key(m, mapping)[:3], "/".join((m.scope or "").split("/")[1:])) for m in report.matmuls
+    )
+    truth = Counter((_truth_key(m)[:3], m["scope"]) for m in meta["truth"]["matmuls"])
+    assert ours == truth
