@@ -295,3 +295,22 @@ def test_cached_modules_equal_fresh_ones(fixtures_dir: Path) -> None:
     for key, module in fresh.modules.items():
         assert cached.modules[key] == module == first.modules[key]
     assert np.array_equal(cached.ops["matched"], fresh.ops["matched"])
+
+
+def test_hlo_dir_and_single_file_override_embedded(corpus_dir: Path) -> None:
+    trace = corpus_dir / "traces" / "tpu_v6e_inference.xplane.pb"
+    texts = corpus_dir / "traces" / "tpu_v6e_inference.hlo"
+    from_dir = profan.load(str(trace), hlo=str(texts))
+    assert sorted(from_dir.modules) == [
+        "jit__psum",
+        "jit_broadcast_in_dim",
+        "jit_convert_element_type",
+        "jit_f",
+    ]
+    assert from_dir.ops["matched"].all()
+    one = next(texts.glob("jit_f(*"))
+    mixed = profan.load(str(trace), hlo=str(one))
+    assert "jit_f" in mixed.modules  # from the file
+    assert any(key.startswith("jit__psum(") for key in mixed.modules)  # embedded for the rest
+    assert mixed.ops["matched"].all()
+    assert set(mixed.ops.loc[mixed.ops["module"] == "jit_f", "module_key"]) == {"jit_f"}

@@ -199,7 +199,8 @@ def _nullable(values: pd.Series) -> pd.Series:
 def _modules(
     hosts: list[HostTrace], hlo: Any, ops: pd.DataFrame, use_cache: bool
 ) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]]]:
-    """Modules keyed ``name(program_id)`` (embedded) or by name (``--hlo``), plus lookups."""
+    """Modules keyed by name (``--hlo``, which wins) or ``name(program_id)`` (embedded HloProto
+    of the other modules), plus lookups by program id and by module name."""
     modules: dict[str, Module] = {}
     keys_by_program: dict[int, str] = {}
     keys_by_name: dict[str, list[str]] = defaultdict(list)
@@ -212,7 +213,8 @@ def _modules(
                 continue
             modules[key] = module
             keys_by_name[module.name].append(key)
-        return modules, keys_by_program, keys_by_name
+    # Embedded HLO covers the modules --hlo did not provide.
+    given = set(modules)
     protos: dict[int, tuple[str, bytes, str]] = {}
     for host in hosts:
         for program_id, (name, data) in host.hlo_protos.items():
@@ -220,6 +222,8 @@ def _modules(
     used_programs = {int(p) for p in ops["program_id"].unique() if p != PROGRAM_NA}
     used_names = set(ops["module"].dropna().unique().tolist())
     for program_id, (name, data, where) in sorted(protos.items()):
+        if name in given:
+            continue
         key = f"{name}({program_id})"
         keys_by_name[name].append(key)
         keys_by_program[program_id] = key
