@@ -1,12 +1,26 @@
 """Reading one host's ``*.xplane.pb`` into flat columns of op executions (``HostTrace``).
 
-Reader choice (measured with ``benchmarks/load_trace.py`` on a 69 MB, 250-step CPU trace; see
-that script for the numbers): profan decodes XSpace with its own schema (``xplane.proto``,
+Reader choice (measured with ``benchmarks/load_trace.py`` on the 69 MB, 250-step, 502,000-op
+CPU trace of ``benchmarks/make_big_trace.py``, same run, best of runs, shared 2-core machine):
+
+=========================  ========  ===========  ============
+task                       time      vs bare      peak RSS
+=========================  ========  ===========  ============
+bare protobuf decode       2.80 s    1.0x         9.5x file
+profan.load (cold cache)   6.16 s    2.2x         5.4x file
+profan.load (warm cache)   4.22 s    1.5x         5.5x file
+xprof native reader        95.7 s    34x          49x file
+xprof hlo_stats            13.1 s    4.7x         15x file
+xprof overview_page        13.0 s    4.7x         15x file
+=========================  ========  ===========  ============
+
+profan decodes XSpace with its own schema (``xplane.proto``,
 compiled at run time by ``protoschema``) on the ``protobuf`` runtime (upb), using *views* of
 the messages that leave each line's events serialized, and decodes the events in bulk with numpy
 (``profan.trace.wire``).  xprof's native reader (``xprof.profile_data``) hands out one ctypes
 object per event and stats as strings, which is far slower per event, needs the optional xprof
-package, and xprof's converters write cache files next to the trace; its tools (``hlo_stats``,
+package, and xprof's converters write cache files next to the trace (``ALL_HOSTS.op_stats_v2.pb``
+appears beside the xplane); its tools (``hlo_stats``,
 ``overview_page``) aggregate away the per-execution rows profan needs.  So xprof is used only
 as a point of comparison in the benchmark.
 
@@ -141,13 +155,6 @@ class _PlaneStats:
         self.ids: dict[str, int] = {}
         for key, name in self.names.items():
             self.ids.setdefault(name, key)
-        self._ref_names = (
-            np.array(
-                [self.names.get(i) for i in range(max(self.names, default=0) + 1)], dtype=object
-            )
-            if self.names and max(self.names) < 1_000_000
-            else None
-        )
 
     def id(self, name: str) -> int | None:
         return self.ids.get(name)
