@@ -313,11 +313,14 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
             cost_source = "none"
         trace_flops = record.get("trace_flops")
         trace_bytes = record.get("trace_bytes_accessed")
+        # Where profan cannot cost an op (an unknown kernel, a missing module) the compiler's own
+        # per-op figures in the trace fill in, and cost_source says so.
         if cost.flops is None and trace_flops is not None and not pd.isna(trace_flops):
             cost.flops = float(trace_flops)
             cost_source = "trace"
-        if cost_source == "none" and trace_bytes is not None and not pd.isna(trace_bytes):
-            cost.hbm_bytes_read = float(trace_bytes)
+        has_trace_bytes = trace_bytes is not None and not pd.isna(trace_bytes)
+        if (cost_source == "none" or cost.unknown) and has_trace_bytes:
+            cost.hbm_bytes_read, cost.hbm_bytes_written = float(trace_bytes), 0.0
             cost_source = "trace"
         mesh_axes = meshes.get(module_key, {}).get(op_name) if module is not None else None
         times = op_times(

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profan.cost.bytes import array_bytes, hbm_bytes, logical_bytes, padded_dims, padded_elements
+from profan.cost.bytes import (
+    array_bytes,
+    hbm_bytes,
+    logical_bytes,
+    padded_dims,
+    padded_elements,
+    padding_ratio,
+)
 from profan.hlo.model import Layout, Shape
 
 
@@ -15,6 +22,7 @@ def test_model_md_padding_example() -> None:
     assert padded_dims(shape) == (4, 6)
     assert array_bytes(shape) == 4 * 6 * 4
     assert array_bytes(shape) / logical_bytes(shape) == 1.6
+    assert padding_ratio(shape) == 1.6
 
 
 def test_minor_to_major_decides_which_dims_pad() -> None:

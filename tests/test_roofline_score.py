@@ -141,3 +141,26 @@ def test_score_module_on_a_real_tpu_module(corpus_dir: Path) -> None:
     starts = frame[frame["opcode"] == "copy-start"]
     assert (starts["bound_by"] == "async-start").all()
     assert (frame[frame["opcode"] == "copy-done"]["bound_by"] == "host").all()
+
+
+def test_trace_figures_fill_in_for_ops_profan_cannot_cost() -> None:
+    module = parse_module(
+        "HloModule synthetic_kernel\n\nENTRY %main (x: bf16[256,256]) -> bf16[256,256] {\n"
+        "  %x = bf16[256,256]{1,0} parameter(0)\n"
+        '  ROOT %k = bf16[256,256]{1,0} custom-call(%x), custom_call_target="tpu_custom_call"\n'
+        "}\n"
+    )
+    row = dict.fromkeys(OP_COLUMNS)
+    row.update(host="h", device=0, device_kind="TPU", module=module.name, module_key="m",
+               program_id=1, op_name="k", step=0, start_s=0.0, duration_s=1e-3,
+               trace_flops=4e9, trace_bytes_accessed=3e5, trace_model_flops=math.nan,
+               source=None, matched=True)  # fmt: skip
+    profile = Profile(
+        path="synthetic", run=None, ops=pd.DataFrame([row]),
+        steps=pd.DataFrame({"step": [0], "start_s": [0.0], "end_s": [1e-3], "duration_s": [1e-3]}),
+        device=DeviceInfo(kind="TPU", type_string="TPU v5 lite", count=1), modules={"m": module},
+    )  # fmt: skip
+    result = score(profile).ops.iloc[0]
+    assert result["cost_source"] == "trace"
+    assert (result["flops"], result["hbm_bytes"]) == (4e9, 3e5)
+    assert result["t_compute_s"] == pytest.approx(4e9 / 1.97e14)

@@ -124,3 +124,11 @@ def xla_shape_size(shape: Shape | None) -> int:
     if not shape.is_array or not in_hbm(shape):
         return 0
     return array_bytes(shape)
+
+
+def padding_ratio(shape: Shape) -> float:
+    """Stored bytes over the elements' own bytes (1.0 = no tiling waste; ``[3,5]`` in (2,2) tiles
+    is 1.6).  A tuple: over all its arrays; an empty array: 1.0."""
+    stored = sum(array_bytes(leaf) for leaf in shape.leaves() if leaf.is_array)
+    needed = sum(logical_bytes(leaf) for leaf in shape.leaves() if leaf.is_array)
+    return stored / needed if needed else 1.0
