@@ -119,3 +119,13 @@ def test_cli_exit_code_two_without_traceback(
     assert result.returncode == EXIT_BAD_INPUT, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert "not a readable XSpace" in result.stderr + result.stdout
+
+
+def test_damaged_host_among_many(fixtures_dir: Path, corpus_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    good = next((fixtures_dir / "matmul" / "trace").rglob("*.xplane.pb"))
+    shutil.copy(good, run / "host-a.xplane.pb")
+    shutil.copy(corpus_dir / "traces" / "corrupt_utf8_mangled.xplane.pb", run / "host-b.xplane.pb")
+    with pytest.raises(TraceError, match=r"host-b\.xplane\.pb: not a readable XSpace"):
+        profan.load(str(tmp_path), workers=2)

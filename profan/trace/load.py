@@ -41,13 +41,26 @@ def _read_one(task: tuple[str, str, str]) -> HostTrace:
     return read_host_json(path, host)
 
 
+def _read_in_worker(task: tuple[str, str, str]) -> HostTrace | tuple[str, str]:
+    # TraceError does not survive pickling (its constructor takes two arguments): send it back
+    # as (path, reason) and raise it again in the parent.
+    try:
+        return _read_one(task)
+    except TraceError as error:
+        return (error.path, error.reason)
+
+
 def _read_hosts(run: Run, workers: int | None) -> list[HostTrace]:
     tasks = [(str(path), host, run.formats[host]) for host, path in sorted(run.files.items())]
     if len(tasks) == 1 or workers == 1:
         return [_read_one(task) for task in tasks]
     count = min(len(tasks), workers or os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=count) as pool:
-        return list(pool.map(_read_one, tasks))
+        results = list(pool.map(_read_in_worker, tasks))
+    for result in results:
+        if isinstance(result, tuple):
+            raise TraceError(*result)
+    return results  # type: ignore[return-value]
 
 
 def load(
