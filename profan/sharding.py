@@ -1302,13 +1302,21 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
         if why not in bucket and len(bucket) < 6:
             bucket.append(why)
 
+    # Token axes split the activations' batch or sequence: the non-contracted, non-batched
+    # lhs dims of forward matmuls (JAX puts activations on the lhs).
     batch_axes: set[str] = set()
+    sequence_axes: set[str] = set()
     for m in propagator.matmuls:
         if m.backward:
             continue
-        leading = m.lhs_split.get(0, [])
-        if 0 not in m.contracting[0] or len(m.global_lhs) > len(m.local_lhs):
-            batch_axes.update(leading)
+        offset = len(m.global_lhs) - len(m.local_lhs)
+        for dim, axes in m.lhs_split.items():
+            local_dim = dim - offset
+            if local_dim in m.contracting[0] or (local_dim in m.batch[0] and local_dim != 0):
+                continue
+            (batch_axes if local_dim <= 0 else sequence_axes).update(axes)
+    sequence_axes -= batch_axes
+    batch_axes |= sequence_axes
     for m in propagator.matmuls:
         lhs_offset = len(m.global_lhs) - len(m.local_lhs)
         rhs_offset = len(m.global_rhs) - len(m.local_rhs)
@@ -1318,9 +1326,9 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
         for axis in m.partial_sum_axes:
             if weight_gradient:
                 add(
-                    "data parallel",
+                    "sequence/context parallel" if axis in sequence_axes else "data parallel",
                     [axis],
-                    f"{m.name}: weight-gradient matmul contracts the {axis}-split batch and its "
+                    f"{m.name}: weight-gradient matmul contracts the {axis}-split tokens and its "
                     f"result is summed over {axis}",
                 )
             else:
@@ -1344,6 +1352,13 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
                     "tensor parallel (batched dims, e.g. attention heads)",
                     axes,
                     f"{m.name}: batch dim {dim} of a batched matmul split along {', '.join(axes)}",
+                )
+            else:
+                add(
+                    "sequence/context parallel",
+                    axes,
+                    f"{m.name}: lhs dim {dim} (not the leading batch dim, not contracted) split "
+                    f"along {', '.join(axes)}",
                 )
         for dim, axes in m.rhs_split.items():
             local_dim = dim - rhs_offset
