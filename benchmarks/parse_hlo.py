@@ -2,7 +2,7 @@
 
     python benchmarks/parse_hlo.py [--corpus ../shared/corpus] [--repeat 3]
 
-Prints MB/s for profan (cache off) and, when jaxlib is importable, for XLA's own C++ parser on
+Prints MB/s for profan (cache off; with lark-cython when it is installed) and, when jaxlib is importable, for XLA's own C++ parser on
 the same text in the same run, and the ratio (target: profan within 8x of XLA).  Also times a
 repeated ``parse_file`` of an unchanged file (served from the cache).
 """
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from profan.hlo import parse_file, parse_module  # noqa: E402
-from profan.hlo.parser import _parsers  # noqa: E402
+from profan.hlo.parser import _parsers, parser_backend  # noqa: E402
 
 
 def xla_parser() -> Callable[[str], object] | None:
@@ -59,6 +59,7 @@ def main() -> int:
     os.environ.setdefault("PROFAN_CACHE_DIR", tempfile.mkdtemp(prefix="profan-bench-"))
     _parsers()  # build the grammar tables once, outside the timings
     xla = xla_parser()
+    print(f"profan parser backend: {parser_backend()} (PROFAN_PURE_PYTHON=1 forces plain lark)")
     print(
         f"{'module':70s} {'MB':>6s} {'lines':>6s} {'profan MB/s':>11s} {'XLA MB/s':>9s} {'ratio':>6s}"
     )
