@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from profan.hlo.model import Computation, Instruction, Module, Shape
 
@@ -582,7 +582,7 @@ def _classify_event(profile: Any, module_key: str | None, op_name: str) -> Class
     match = _OPCODE_FROM_NAME.match(op_name)
     guess = match.group(1) if match else ""
     if guess in _COLLECTIVE_OPCODES:
-        kind, mode = _COLLECTIVE_OPCODES[guess]
+        kind, _mode = _COLLECTIVE_OPCODES[guess]
         return Classification("collective", kind, f"{op_name}: named like {guess} (no HLO)")
     for category, opcodes in (
         ("matmul", MATMUL_OPCODES),

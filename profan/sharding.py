@@ -192,13 +192,14 @@ def _lattice_runs(groups: list[list[int]]) -> list[tuple[int, int]] | None:
     size_total = len(offsets)
     runs: list[tuple[int, int]] = []
     covered = [0]
+    offset_set = set(offsets)
     while len(covered) < size_total:
         covered_set = set(covered)
         stride = next((o for o in offsets if o not in covered_set), None)
         if stride is None:
             return None
         count = 1
-        while all(c + count * stride in set(offsets) for c in covered):
+        while all(c + count * stride in offset_set for c in covered):
             count += 1
         if runs and stride % (runs[-1][0] * runs[-1][1]) != 0:
             return None
