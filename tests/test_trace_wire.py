@@ -177,3 +177,33 @@ def test_schema_errors_are_reported() -> None:
         parse_proto('syntax = "proto3"; message A { Missing b = 1; }', file="synthetic.proto")
     with pytest.raises(ProtoSchemaError):
         parse_proto("message A { int64 x = ; }", file="synthetic.proto")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(event_strategy, min_size=1, max_size=10), st.randoms(use_true_random=False))
+def test_fields_in_any_order(specs: list[dict], rnd) -> None:
+    """Protobuf allows fields in any order (concatenated messages merge): decode like protobuf."""
+    event_type = CLASSES["tensorflow.profiler.XEvent"]
+    chunks = []
+    for spec in specs:
+        parts = [
+            event_type(metadata_id=spec["metadata_id"]).SerializeToString(),
+            event_type(offset_ps=spec["offset_ps"]).SerializeToString(),
+            event_type(duration_ps=spec["duration_ps"]).SerializeToString(),
+        ]
+        for stat_id, which, value in spec["stats"]:
+            part = event_type()
+            setattr(part.stats.add(metadata_id=stat_id), which, value)
+            parts.append(part.SerializeToString())
+        rnd.shuffle(parts)
+        chunks.append(b"".join(parts))
+    events = decode_events(chunks)
+    for index, chunk in enumerate(chunks):
+        expected = event_type.FromString(chunk)
+        assert events.metadata_id[index] == expected.metadata_id
+        assert events.offset_ps[index] == expected.offset_ps
+        assert events.duration_ps[index] == expected.duration_ps
+        rows = np.flatnonzero(events.stat_event == index)
+        assert sorted(events.stat_metadata_id[rows].tolist()) == sorted(
+            s.metadata_id for s in expected.stats
+        )

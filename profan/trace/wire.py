@@ -186,16 +186,18 @@ def decode_events(
         at = pos[live]
         tag = buf[at]
         is_stat = tag == 0x22
+        stat_live = live
         if not is_stat.all():
+            # Any other field (out-of-order header fields, num_occurrences, unknown ones).
             other = live[~is_stat]
-            pos[other] = _skip_fields(buf, pos[other], ends[other])
-            live = live[is_stat]
+            pos[other] = _other_field(buf, pos[other], ends[other], other, header)
+            stat_live = live[is_stat]
             at = at[is_stat]
         size, after = _read_varint(buf, at + 1)
-        owners.append(live)
+        owners.append(stat_live)
         stat_starts.append(after)
         stat_ends.append(after + size)
-        pos[live] = after + size
+        pos[stat_live] = after + size
         live = live[pos[live] < ends[live]]
     if (pos != ends).any():
         raise WireError("an event's fields run past its end")
@@ -218,14 +220,25 @@ def decode_events(
     return arrays
 
 
-def _skip_fields(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Skip one field of any wire type at each position (fields profan does not read)."""
+def _other_field(
+    buf: np.ndarray,
+    pos: np.ndarray,
+    ends: np.ndarray,
+    events: np.ndarray,
+    header: list[np.ndarray],
+) -> np.ndarray:
+    """Read one non-stat field at each position: header fields 1-3 met out of order are stored,
+    anything else is skipped.  Returns the positions after the fields."""
     tag, pos = _read_varint(buf, pos)
     wire = tag & 7
+    field = tag >> 3
     out = pos.copy()
     varint = np.flatnonzero(wire == 0)
     if varint.size:
-        out[varint] = _read_varint(buf, pos[varint])[1]
+        value, out[varint] = _read_varint(buf, pos[varint])
+        for number in (1, 2, 3):
+            hit = field[varint] == number
+            header[number - 1][events[varint[hit]]] = value[hit]
     out[wire == 1] += 8
     out[wire == 5] += 4
     sized = np.flatnonzero(wire == 2)
