@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from profan.errors import HloSyntaxError
@@ -598,19 +598,14 @@ def _read_sharding(reader: _Reader) -> Sharding:
         if reader.accept("metadata"):
             reader.expect("=")
             _skip_balanced(reader)
-        elif reader.accept("shard_as") or reader.accept("shard_like"):
-            keyword = "shard_as" if reader.text[reader.pos - 1] == "s" else "shard_like"
-            shard_group = f"{keyword} {reader.integer()}"
+        elif reader.accept("shard_as"):
+            shard_group = f"shard_as {reader.integer()}"
+        elif reader.accept("shard_like"):
+            shard_group = f"shard_like {reader.integer()}"
         else:
             found = reader.text[reader.pos : reader.pos + 12]
             raise reader.error(f"found {found!r}", "metadata=", "shard_as", "shard_like", "}")
-    return _replace(result, shard_group=shard_group, text=reader.text[start : reader.pos])
-
-
-def _replace(sharding: Sharding, **changes: Any) -> Sharding:
-    values = {name: getattr(sharding, name) for name in Sharding.__slots__}
-    values.update(changes)
-    return Sharding(**values)
+    return replace(result, shard_group=shard_group, text=reader.text[start : reader.pos])
 
 
 def _read_tiled(reader: _Reader) -> Sharding:
