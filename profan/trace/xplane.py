@@ -497,7 +497,9 @@ def _read_gpu_plane(
     hlo_op = stats.id("hlo_op")
     if hlo_op is None:
         return
-    wanted = [stats.id(n) for n in ("hlo_op", "hlo_module", "program_id") if stats.id(n)]
+    wanted = [
+        stats.id(n) for n in ("hlo_op", "hlo_module", "program_id") if stats.id(n) is not None
+    ]
     starts, durations, names, modules, programs = [], [], [], [], []
     for line in plane.lines:
         if not line.events:
