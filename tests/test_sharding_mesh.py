@@ -115,3 +115,20 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 """
     report = describe(parse_module(text))
     assert report.mesh.axes == [] and report.collectives == [] and report.matmuls == []
+
+
+def test_pipeline_chain_and_ring_are_told_apart() -> None:
+    module = parse_module(
+        synthetic_module(
+            # Stage i sends to stage i+1 along the stride-2 axis; the last stage sends nowhere.
+            "collective-permute(%p), source_target_pairs={{0,2},{2,4},{4,6},{1,3},{3,5},{5,7}}",
+            "collective-permute(%p), "
+            "source_target_pairs={{0,1},{1,0},{2,3},{3,2},{4,5},{5,4},{6,7},{7,6}}",
+        )
+    )
+    report = describe(module)
+    chain, ring = report.collectives
+    assert chain.axes == ["axis0"] and ring.axes == ["axis1"]
+    labels = {(s.strategy, tuple(s.axes)) for s in report.strategies}
+    assert ("pipeline", ("axis0",)) in labels
+    assert ("ring / pipeline (possible)", ("axis1",)) in labels
