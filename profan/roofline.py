@@ -93,6 +93,11 @@ def _crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
     return any(len({d // GPU_DEVICES_PER_NODE for d in group}) > 1 for group in groups)
 
 
+def _roofline_bytes(cost: OpCost) -> float:
+    """HBM bytes the roofline charges: XLA's accounting unless the op moves less (in place)."""
+    return cost.roofline_hbm_bytes if cost.roofline_hbm_bytes is not None else cost.hbm_bytes
+
+
 def op_times(
     cost: OpCost,
     chip: Chip,
@@ -105,7 +110,8 @@ def op_times(
     notes: list[str] = []
     flops = cost.flops or 0.0
     t_compute = flops / chip.device_peak_flops(cost.dtype or "bf16") if flops else 0.0
-    t_hbm = cost.hbm_bytes / chip.device_hbm_bytes_per_s if cost.hbm_bytes else 0.0
+    hbm = _roofline_bytes(cost)
+    t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
     t_ici = 0.0
     t_host = 0.0
     if cost.host_transfer:
@@ -236,7 +242,7 @@ def score_module(module: Module, chip: Chip | str) -> pd.DataFrame:
             if cost.async_role == "start":
                 times = OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)
             flops = cost.flops
-            hbm = cost.hbm_bytes
+            hbm = _roofline_bytes(cost)
             rows.append(
                 {
                     "module": module.name,
@@ -348,7 +354,7 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
                 "occurrences": occurrences,
                 "measured_s": measured,
                 "flops": None if cost.flops is None else cost.flops * occurrences,
-                "hbm_bytes": cost.hbm_bytes * occurrences,
+                "hbm_bytes": _roofline_bytes(cost) * occurrences,
                 "ici_bytes": cost.ici_bytes * occurrences,
                 "t_compute_s": times.t_compute_s * occurrences,
                 "t_hbm_s": times.t_hbm_s * occurrences,

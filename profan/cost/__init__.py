@@ -96,6 +96,9 @@ class OpCost:
     unknown: bool = False  # a custom call profan cannot cost: flagged, not guessed
     host_transfer: bool = False  # moves data between host memory (S(5)) and the device
     transfer_direction: str | None = None  # "to-device" | "to-host" for host transfers
+    # HBM bytes the roofline should use when they differ from XLA's accounting (in-place
+    # scatters); ``None`` = ``hbm_bytes``.
+    roofline_hbm_bytes: float | None = None
 
     @property
     def hbm_bytes(self) -> float:
@@ -764,6 +767,26 @@ def _fusion_parameter_read_bytes(parameter: Instruction, ctx: _Context) -> float
     return size
 
 
+def _in_place_scatter_bytes(
+    fusion: Instruction, body: Computation, ctx: _Context, read: float, written: float
+) -> float | None:
+    """Bytes a scatter-rooted fusion really moves: its buffer is updated in place, so instead of
+    reading and writing the whole buffer (XLA's accounting) only the touched rows are read and
+    written.  ``None`` when the fusion is not such a scatter."""
+    root = body.root
+    if root.opcode != "scatter" or fusion.shape.is_tuple or len(root.operands) < 3:
+        return None
+    target = body.get(root.operands[0].name)
+    while target is not None and target.opcode in ("bitcast", "copy") and target.operands:
+        target = body.get(target.operands[0].name)
+    if target is None or target.opcode != "parameter":
+        return None
+    n = max(1, (len(root.operands) - 1) // 2)
+    update = float(_size(ctx.operand_shape(root, n + 1)))
+    buffer = float(_size(target.shape))
+    return max(0.0, read - buffer + update) + max(0.0, written - _size(fusion.shape) + update)
+
+
 def _fusion(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
     names = called_computations(instruction)
     body = ctx.callee(names[0]) if names else None
@@ -824,6 +847,13 @@ def _fusion(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
         if constant.opcode == "constant" and constant.shape.num_elements > 1:
             read += _size(constant.shape)
     cost.hbm_bytes_read, cost.hbm_bytes_written = read, written
+    in_place = _in_place_scatter_bytes(instruction, body, ctx, read, written)
+    if in_place is not None:
+        cost.roofline_hbm_bytes = in_place
+        cost.derivation.append(
+            f"in-place scatter: only the scattered rows move ({in_place:.0f} B), "
+            "though XLA's accounting charges the whole buffer"
+        )
     cost.derivation.append(
         f"fusion: FLOPs summed over {body.name} ({len(body.instructions)} instructions); "
         "bytes at the fusion boundary only"
