@@ -2,9 +2,9 @@
 
     python benchmarks/parse_hlo.py [--corpus ../shared/corpus] [--repeat 3]
 
-Prints MB/s for profan (cache off; with lark-cython when it is installed) and, when jaxlib is importable, for XLA's own C++ parser on
-the same text in the same run, and the ratio (target: profan within 8x of XLA).  Also times a
-repeated ``parse_file`` of an unchanged file (served from the cache).
+Prints MB/s for profan (cache off; lark-cython when installed) and, when jaxlib is importable,
+for XLA's own C++ parser on the same text in the same run, and the ratio (target: profan within
+8x of XLA).  Also times a repeated ``parse_file`` of an unchanged file (served from the cache).
 """
 
 from __future__ import annotations
@@ -60,9 +60,8 @@ def main() -> int:
     _parsers()  # build the grammar tables once, outside the timings
     xla = xla_parser()
     print(f"profan parser backend: {parser_backend()} (PROFAN_PURE_PYTHON=1 forces plain lark)")
-    print(
-        f"{'module':70s} {'MB':>6s} {'lines':>6s} {'profan MB/s':>11s} {'XLA MB/s':>9s} {'ratio':>6s}"
-    )
+    columns = ("MB", 6), ("lines", 6), ("profan MB/s", 11), ("XLA MB/s", 9), ("ratio", 6)
+    print(f"{'module':70s} " + " ".join(f"{name:>{width}s}" for name, width in columns))
     worst = 0.0
     for path in files:
         text = path.read_text()
