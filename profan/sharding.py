@@ -654,6 +654,7 @@ class _Propagator:
         self.param_shapes: dict[str, tuple[tuple[int, ...], ValueSplit]] = {}
         self.notes: list[str] = []
         self.depth = 0
+        self.followed: set[str] = set()
 
     # Axis names for the devices that jointly span one tile dimension of a sharding.
     def _axes_for_tile_dim(self, sharding: Sharding, dim: int) -> tuple[str, ...]:
@@ -768,8 +769,17 @@ class _Propagator:
         if opcode == "fusion" or opcode == "call" or opcode == "async-start":
             return self._call(instruction, operands, caller)
         if opcode == "while":
+            # The body sees the loop-carried tuple: follow it once (a scan over layers keeps
+            # each layer's shardings in that tuple), and assume the loop keeps the layout.
+            body = instruction.attributes.get("body")
+            if body and self.depth <= 16:
+                self._run_named(body.strip().lstrip("%"), [first])
             return first
         if opcode == "conditional":
+            branches = called_computations(instruction)
+            for index, name in enumerate(branches):
+                if index + 1 < len(operands) and self.depth <= 16:
+                    self._run_named(name, [operands[index + 1]])
             return _unknown(shape)
         if opcode.endswith("-done"):
             if first.elements is not None and first.elements:
@@ -845,6 +855,16 @@ class _Propagator:
             )
             return ValueSplit(dims=dims, hidden=first.hidden)
         return _unknown(shape)
+
+    def _run_named(self, name: str, params: list[ValueSplit]) -> None:
+        try:
+            computation = self.module.computation(name)
+        except KeyError:
+            return
+        if name in self.followed:
+            return  # a computation called from several places is followed once
+        self.followed.add(name)
+        self.run_computation(computation, params, None)
 
     def _call(
         self, instruction: Instruction, operands: list[ValueSplit], caller: str | None
@@ -1134,6 +1154,8 @@ def describe(module: Module) -> ShardingReport:
     for computation in module.computations:
         if computation.is_entry or computation.name in reached:
             continue
+        if computation.name in propagator.followed:
+            continue
         if computation.name in control_bodies:
             propagator.run_computation(computation, None, None)
     _add_collective_evidence(module, mesh, propagator)
@@ -1257,11 +1279,13 @@ def _add_collective_evidence(module: Module, mesh: Mesh, propagator: _Propagator
                 kind = _collective_kind(collective.opcode)
                 if any(f["name"] == collective.name for f in matmul.fed_by):
                     continue
+                # Only the entry's parameters are known to be weights or inputs; a loop's
+                # carried tuple mixes both.
                 gathered_from = [
                     s.name
                     for o in collective.operands
                     for s in graph.upstream(site_computation, o.name.lstrip("%"))
-                    if s.opcode == "parameter"
+                    if s.opcode == "parameter" and site_computation == module.entry.name
                 ]
                 matmul.fed_by.append(
                     {
