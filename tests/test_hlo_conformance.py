@@ -18,53 +18,11 @@ from profan.hlo import Module, parse_module
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
-# Modules XLA accepts whose counts profan does not reproduce yet.  All but one use XLA's async
-# "syntax sugar" (an X-start op that XLA wraps into async-start plus a generated computation
-# holding X and one parameter per operand): profan keeps the op as written, so it counts one
-# computation and 1 + operands instructions fewer.  hlo_module_splitting_test__4 writes an operand
-# as a bare shape (add(f32[] %fusion, f32[], %res.23)), which profan rejects.
+# Modules XLA accepts whose counts profan does not reproduce.  hlo_module_splitting_test__4
+# writes an operand as a bare shape (``add(f32[] %fusion, f32[], %res.23)``), which XLA's parser
+# tolerates and profan rejects with an HloSyntaxError.
 KNOWN_MISSES = {
-    "xla__backends__gpu__transforms__fusion_wrapper_test__7.hlo",
-    "xla__backends__gpu__transforms__stream_attribute_annotator_test__3.hlo",
-    "xla__backends__gpu__transforms__stream_attribute_annotator_test__4.hlo",
-    "xla__hlo__analysis__alias_info_test__1.hlo",
-    "xla__hlo__analysis__hlo_dataflow_analysis_test__23.hlo",
-    "xla__hlo__analysis__hlo_value_semantics_analysis_test__12.hlo",
-    "xla__hlo__ir__hlo_instruction_test__1.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__14.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__2.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__6.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__7.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__8.hlo",
-    "xla__hlo__ir__hlo_instruction_utils_test__9.hlo",
-    "xla__hlo__parser__hlo_parser_test__365.hlo",
-    "xla__hlo__parser__hlo_parser_test__382.hlo",
-    "xla__hlo__parser__hlo_parser_test__386.hlo",
     "xla__hlo__separate_compilation__hlo_module_splitting_test__4.hlo",
-    "xla__hlo__transforms__simplifiers__algebraic_simplifier_test__328.hlo",
-    "xla__hlo__transforms__simplifiers__algebraic_simplifier_test__329.hlo",
-    "xla__hlo__transforms__simplifiers__hlo_dce_test__7.hlo",
-    "xla__service__buffer_assignment_test__18.hlo",
-    "xla__service__buffer_assignment_test__20.hlo",
-    "xla__service__call_inliner_test__1.hlo",
-    "xla__service__gpu__execution_stream_assignment_test__5.hlo",
-    "xla__service__gpu__execution_stream_assignment_test__6.hlo",
-    "xla__service__gpu__gpu_compiler_test__18.hlo",
-    "xla__service__gpu__gpu_compiler_test__53.hlo",
-    "xla__service__gpu__gpu_hlo_schedule_test__18.hlo",
-    "xla__service__gpu__gpu_latency_hiding_scheduler_test__32.hlo",
-    "xla__service__gpu__model__analytical_latency_estimator_test__2.hlo",
-    "xla__service__heap_simulator__heap_simulator_test__0.hlo",
-    "xla__service__hlo_verifier_test__239.hlo",
-    "xla__service__hlo_verifier_test__41.hlo",
-    "xla__service__hlo_verifier_test__50.hlo",
-    "xla__service__hlo_verifier_test__51.hlo",
-    "xla__service__hlo_verifier_test__63.hlo",
-    "xla__service__hlo_verifier_test__64.hlo",
-    "xla__service__memory_space_assignment__simulator_test__4.hlo",
-    "xla__service__memory_space_assignment__simulator_test__5.hlo",
-    "xla__service__sharding_propagation_test__287.hlo",
-    "xla__service__sharding_propagation_test__288.hlo",
 }
 
 

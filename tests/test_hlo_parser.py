@@ -289,3 +289,27 @@ def test_non_utf8_file_is_a_syntax_error(tmp_path: Path) -> None:
     path.write_bytes(b"HloModule m\n\xff\xfe")
     with pytest.raises(HloSyntaxError, match="UTF-8"):
         parse_file(path)
+
+
+def test_async_sugar_becomes_async_start_with_a_wrapped_computation(corpus_dir: Path) -> None:
+    module = _corpus_module(
+        corpus_dir, "xla__backends__gpu__transforms__stream_attribute_annotator_test__3.hlo"
+    )
+    start = module.entry.get("dynamic-update-slice-start.2")
+    done = module.entry.get("dynamic-update-slice-done.2")
+    assert start is not None and done is not None
+    assert (start.opcode, done.opcode) == ("async-start", "async-done")
+    assert start.called_computations == done.called_computations
+    wrapped = module.computation(start.called_computations[0])
+    assert wrapped.root.opcode == "dynamic-update-slice"
+    # One parameter per operand of the start, shaped like the start's operand tuple.
+    assert [p.shape for p in wrapped.params] == list(start.shape.tuple_shapes[0].tuple_shapes)
+    assert wrapped.root.shape == start.shape.tuple_shapes[1] == done.shape
+
+
+def test_native_async_collectives_stay_as_written() -> None:
+    start = parse_instruction(
+        "%ags = (f32[8]{0}, f32[64]{0}) all-gather-start(f32[8]{0} %x), dimensions={0}, "
+        "replica_groups={{0,1,2,3,4,5,6,7}}"
+    )
+    assert start.opcode == "all-gather-start" and start.attributes["dimensions"] == "{0}"

@@ -60,6 +60,29 @@ _COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
 _HEAD = re.compile(
     r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
 )
+# Ops that have their own async halves; any other `X-start` is XLA's async sugar.
+_NATIVE_ASYNC_OPCODES = frozenset(
+    {
+        "async-start",
+        "async-update",
+        "async-done",
+        "all-reduce-start",
+        "all-reduce-done",
+        "all-gather-start",
+        "all-gather-done",
+        "collective-permute-start",
+        "collective-permute-done",
+        "copy-start",
+        "copy-done",
+        "send-done",
+        "recv-done",
+    }
+)
+_ASYNC_SUFFIXES = ("-start", "-update", "-done")
+# Attributes that stay on the async-start rather than moving to the wrapped op.
+_ASYNC_ATTRIBUTES = frozenset(
+    {"async_execution_thread", "metadata", "frontend_attributes", "control-predecessors"}
+)
 _INT_FIELD = re.compile(r"(\w+)=(-?\d+)")
 
 # Friendlier names for terminals in "expected one of" lists.
@@ -352,7 +375,75 @@ class _ModelBuilder:
             raise _error_at(name_token, f"computation {name} has more than one ROOT")
         if any(i.shape is UNKNOWN_SHAPE for i in instructions):
             infer_missing_shapes(instructions)
+        if any(i.opcode.endswith(_ASYNC_SUFFIXES) for i in instructions):
+            calls: dict[str, str] = {}  # async-start name -> the computation it calls
+            for instruction in instructions:
+                if instruction.opcode.endswith(_ASYNC_SUFFIXES):
+                    self._unsugar_async(instruction, calls)
         return Computation(name, instructions, is_entry, execution_thread)
+
+    def _unsugar_async(self, instruction: Instruction, calls: dict[str, str]) -> None:
+        """``X-start``/``X-update``/``X-done`` of an op with no async form of its own become
+        async-start/-update/-done, the start calling a new computation that holds X, as XLA's
+        parser does (so counts, called computations and costs match XLA's module)."""
+        opcode = instruction.opcode
+        if opcode in _NATIVE_ASYNC_OPCODES:
+            return
+        if not opcode.endswith("-start"):
+            instruction.opcode = "async-update" if opcode.endswith("-update") else "async-done"
+            # Like XLA's printer, name the computation the async pair runs on both halves.
+            called = calls.get(instruction.operands[0].name) if instruction.operands else None
+            if called is not None and "calls" not in instruction.attributes:
+                instruction.attributes["calls"] = called
+                calls[instruction.name] = called
+            return
+        wrapped_opcode = opcode[: -len("-start")]
+        shape = instruction.shape
+        if not shape.is_tuple or len(shape.tuple_shapes) < 2:
+            return  # not the async tuple form XLA expects: keep the op as written
+        operand_shapes = shape.tuple_shapes[0]
+        if operand_shapes.is_tuple and len(operand_shapes.tuple_shapes) == len(
+            instruction.operands
+        ):
+            parameter_shapes = list(operand_shapes.tuple_shapes)
+        else:
+            parameter_shapes = [o.shape or UNKNOWN_SHAPE for o in instruction.operands]
+        computation_name = f"wrapped_{wrapped_opcode}.{instruction.name}"
+        parameters = [
+            Instruction(
+                name=f"{instruction.name}.param_{index}",
+                opcode="parameter",
+                shape=parameter_shape,
+                parameter_number=index,
+                computation=computation_name,
+            )
+            for index, parameter_shape in enumerate(parameter_shapes)
+        ]
+        kept = {k: v for k, v in instruction.attributes.items() if k in _ASYNC_ATTRIBUTES}
+        moved = {k: v for k, v in instruction.attributes.items() if k not in _ASYNC_ATTRIBUTES}
+        if "metadata" in kept:
+            moved["metadata"] = kept["metadata"]
+        wrapped = Instruction(
+            name=f"{instruction.name}.{wrapped_opcode}",
+            opcode=wrapped_opcode,
+            shape=shape.tuple_shapes[1],
+            operands=[Operand(p.name, None) for p in parameters],
+            attributes=moved,
+            is_root=True,
+            computation=computation_name,
+        )
+        thread = kept.get("async_execution_thread")
+        self._inline.append(
+            Computation(
+                computation_name,
+                [*parameters, wrapped],
+                False,
+                unquote(thread) if thread and thread.startswith('"') else None,
+            )
+        )
+        instruction.opcode = "async-start"
+        instruction.attributes = {**kept, "calls": f"%{computation_name}"}
+        calls[instruction.name] = f"%{computation_name}"
 
     # -- stack-frame tables -------------------------------------------------------------------
     def file_names(self, children: list) -> tuple[str, dict]:
