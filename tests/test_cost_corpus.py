@@ -52,3 +52,17 @@ def test_every_instruction_costs_without_error_and_dots_match_einsum(corpus_dir:
             dots_checked += 1
         score_module(module, "tpu-v5e")  # must not raise either
     assert instructions > 2000 and dots_checked > 20
+
+
+def test_cudnn_fused_attention_forward_flops(corpus_dir: Path) -> None:
+    # XLA's own GPU test module: softmax(Q K^T) V with B=4, H=4, S=1024, D=64
+    path = corpus_dir / "hlo" / "xla" / "xla__backends__gpu__tests__gpu_fused_mha_test__23.hlo"
+    module = parse_module(path.read_text(), file=str(path))
+    ctx = _Context(module)
+    calls = [i for i in module.instructions() if i.opcode == "custom-call"]
+    fmha = next(i for i in calls if "fmhaSoftmax" in i.attributes.get("custom_call_target", ""))
+    cost = _estimate(fmha, ctx)
+    batch, heads, seq, head_dim = 4, 4, 1024, 64
+    assert cost.flops == 4 * batch * heads * seq * seq * head_dim  # two matmuls of 2*B*H*S*S*D
+    assert cost.transcendentals == batch * heads * seq * seq
+    assert not cost.unknown

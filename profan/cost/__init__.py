@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from profan.cost import bytes as sizes
 from profan.cost.collectives import KINDS as COLLECTIVE_KINDS
 from profan.cost.flops import (
+    FMA_FLOPS,
     convolution_flops,
     dot_flops,
     int_list,
@@ -874,6 +875,29 @@ def _plain_matmul_flops(lhs: Shape | None, rhs: Shape | None, out: Shape) -> int
     return 2 * m * n * k
 
 
+def _fmha_forward_flops(config: dict, query: Shape, out: Shape) -> tuple[float, float] | None:
+    """FLOPs and transcendentals of a cuDNN fused-attention forward call: ``S = Q K^T`` then
+    ``O = softmax(S) V``; the score matrix's shape is in the config (``intermediate_tensor_shape``).
+    """
+    bmm1 = config.get("bmm1_dot_dimension_numbers")
+    scores = config.get("intermediate_tensor_shape")
+    result = _array(out)
+    if not isinstance(bmm1, dict) or not isinstance(scores, dict) or result is None:
+        return None
+    try:
+        score_dims = [int(d) for d in scores.get("dimensions", [])]
+        contracting = [int(d) for d in bmm1.get("lhs_contracting_dimensions", [])]
+    except (TypeError, ValueError):
+        return None
+    if not score_dims or not contracting:
+        return None
+    head_dim = math.prod(query.dims[d] for d in contracting)
+    score_elements = math.prod(score_dims)
+    first = FMA_FLOPS * score_elements * head_dim  # Q K^T
+    second = FMA_FLOPS * result.num_elements * score_dims[-1]  # softmax(S) V
+    return float(first + second), float(score_elements)  # one exp per score
+
+
 def _custom_call(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCost:
     target = instruction.attributes.get("custom_call_target", "").strip('"')
     config = _backend_config(instruction) or {}
@@ -896,6 +920,18 @@ def _custom_call(instruction: Instruction, ctx: _Context, cost: OpCost) -> OpCos
             cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
             cost.derivation.append(
                 f"custom-call {target}: no dimension numbers; the shapes say [M,K] x [K,N]"
+            )
+            return cost
+    fmha = config.get("cudnn_fmha_backend_config")
+    if isinstance(fmha, dict) and "backward" not in target.lower() and lhs is not None:
+        flops = _fmha_forward_flops(fmha, lhs, instruction.shape)
+        if flops is not None:
+            cost.flops, cost.transcendentals = flops
+            lhs_array = _array(lhs)
+            cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
+            cost.derivation.append(
+                f"custom-call {target}: fused attention, softmax(Q K^T) V per its two bmm "
+                "dimension numbers (masked positions counted)"
             )
             return cost
     if ANNOTATION_CUSTOM_CALL.match(target):
