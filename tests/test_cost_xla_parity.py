@@ -7,9 +7,9 @@ profan must agree within 1% on FLOPs and 10% on bytes accessed.
 Known, explained differences (both far inside the tolerances):
 * XLA sums per-op figures in float32: ``transformer`` reports 25,899,144 FLOPs where the exact
   integer sum is 25,899,145 (above 2**24 float32 can only hold even integers);
-* XLA's CPU cost analysis charges a tuple-shaped op (``tuple``, multi-operand ``sort``) only its
-  8-byte pointer table, and a tuple-shaped collective (``all-to-all``) all its leaves; profan
-  mirrors both, so the fixtures agree to the byte.
+* XLA's CPU cost analysis charges a ``tuple`` only its 8-byte-per-element pointer table but
+  other tuple-shaped results (an ``all-to-all`` of two arrays, a two-operand ``sort``) all their
+  arrays; profan mirrors both, so the fixtures agree to the byte.
 """
 
 from __future__ import annotations
