@@ -20,12 +20,27 @@ from profan.hlo.model import Module
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-def cache_key(data: bytes) -> str:
-    """Content hash + profan version + grammar hash: any change gives a new key."""
-    from profan.hlo.parser import grammar_hash
+_CODE_HASH: str | None = None
 
+
+def _code_hash() -> str:
+    """Grammar hash plus a hash of the code that builds and defines the model, so a cached
+    module never outlives a change to either (even within one profan version)."""
+    global _CODE_HASH
+    if _CODE_HASH is None:
+        from profan.hlo.parser import grammar_hash
+
+        digest = hashlib.sha256(grammar_hash().encode())
+        for source in sorted(Path(__file__).parent.joinpath("hlo").glob("*.py")):
+            digest.update(source.read_bytes())
+        _CODE_HASH = digest.hexdigest()[:16]
+    return _CODE_HASH
+
+
+def cache_key(data: bytes) -> str:
+    """Content hash + profan version + grammar/code hash: any change gives a new key."""
     digest = hashlib.sha256(data).hexdigest()[:32]
-    return f"{digest}-{__version__}-{grammar_hash()}"
+    return f"{digest}-{__version__}-{_code_hash()}"
 
 
 def _read_text(path: Path, data: bytes) -> str:
