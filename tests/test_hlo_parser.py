@@ -313,3 +313,25 @@ def test_native_async_collectives_stay_as_written() -> None:
         "replica_groups={{0,1,2,3,4,5,6,7}}"
     )
     assert start.opcode == "all-gather-start" and start.attributes["dimensions"] == "{0}"
+
+
+def test_attribute_values_are_kept_verbatim_across_the_corpus(corpus_dir: Path) -> None:
+    # Every attribute value profan keeps must be text that is in the file, exactly; and every
+    # `name=` the file's instruction lines hold must be found as an attribute somewhere.
+    root = corpus_dir / "hlo" / "xla"
+    names = sorted(p.name for p in root.glob("*.hlo"))[::40]
+    checked = 0
+    for name in names:
+        text = (root / name).read_text()
+        try:
+            module = parse_module(text)
+        except HloSyntaxError:
+            continue
+        for instruction in module.instructions():
+            for key, value in instruction.attributes.items():
+                # Names of computations profan made (async sugar, bodies written inline).
+                if value.startswith("%wrapped_") or value == f"%{instruction.name}.{key}":
+                    continue
+                assert key in text and value in text, (name, instruction.name, key)
+                checked += 1
+    assert checked > 500
