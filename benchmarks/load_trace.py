@@ -6,8 +6,9 @@ Usage::
     python benchmarks/load_trace.py [TRACE] [--repeat N] [--no-xprof]
 
 Every measurement runs in a fresh subprocess (so peak RSS is that task's own, read from
-``getrusage``), ``--repeat`` times, in the same run; the best time of each is reported, and the
-ratios are what to compare (the machine is shared: absolute times drift).
+``getrusage``; times include the task's imports, as a CLI run would), ``--repeat`` times, in
+the same run; the best time of each is reported, and the ratios are what to compare (the
+machine is shared: absolute times drift).
 
 Tasks:
 

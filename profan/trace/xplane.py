@@ -1,17 +1,18 @@
 """Reading one host's ``*.xplane.pb`` into flat columns of op executions (``HostTrace``).
 
 Reader choice (measured with ``benchmarks/load_trace.py`` on the 69 MB, 250-step, 502,000-op
-CPU trace of ``benchmarks/make_big_trace.py``, same run, best of runs, shared 2-core machine):
+CPU trace of ``benchmarks/make_big_trace.py``; each task in a fresh process, imports included,
+best of 2 in the same run, shared 2-core machine):
 
 =========================  ========  ===========  ============
 task                       time      vs bare      peak RSS
 =========================  ========  ===========  ============
-bare protobuf decode       2.80 s    1.0x         9.5x file
-profan.load (cold cache)   6.16 s    2.2x         5.4x file
-profan.load (warm cache)   4.22 s    1.5x         5.5x file
-xprof native reader        95.7 s    34x          49x file
-xprof hlo_stats            13.1 s    4.7x         15x file
-xprof overview_page        13.0 s    4.7x         15x file
+bare protobuf decode       1.03 s    1.0x         9.5x file
+profan.load (cold cache)   2.24 s    2.2x         5.4x file
+profan.load (warm cache)   2.14 s    2.1x         5.4x file
+xprof native reader        54.7 s    53x          49x file
+xprof hlo_stats            4.27 s    4.2x         15x file
+xprof overview_page        4.01 s    3.9x         15x file
 =========================  ========  ===========  ============
 
 profan decodes XSpace with its own schema (``xplane.proto``,
