@@ -67,7 +67,11 @@ def cached_parse_file(path: str | os.PathLike[str], *, use_cache: bool = True) -
         raise HloSyntaxError(f"cannot read the file: {error.strerror}", file=str(file)) from None
     entry = None
     if use_cache:
-        entry = cache_dir("hlo") / f"{cache_key(data)}.pickle"
+        try:
+            entry = cache_dir("hlo") / f"{cache_key(data)}.pickle"
+        except OSError:  # no writable cache directory: parse without one
+            entry = None
+    if entry is not None:
         try:
             with entry.open("rb") as handle:
                 module = pickle.load(handle)

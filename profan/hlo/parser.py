@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token
@@ -585,6 +586,10 @@ def parser_backend() -> str:
     return "lark-cython" if _speedups() else "lark"
 
 
+def _variant(cache_file: Path | None, suffix: str) -> str | bool:
+    return str(cache_file.with_suffix(suffix)) if cache_file else False
+
+
 @lru_cache(maxsize=1)
 def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     from profan.paths import cache_dir
@@ -593,14 +598,17 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     builder = _ModelBuilder()
     plugins = _speedups()
     flavour = "cython" if plugins else "python"
-    cache_file = cache_dir("lark") / f"hlo-{grammar_hash()}-{flavour}.lark"
+    try:
+        cache_file: Path | None = cache_dir("lark") / f"hlo-{grammar_hash()}-{flavour}.lark"
+    except OSError:  # no writable cache directory: build the tables every time
+        cache_file = None
     options: dict[str, Any] = dict(
         parser="lalr",
         lexer="contextual",
         transformer=builder,
         maybe_placeholders=False,
         propagate_positions=False,
-        cache=str(cache_file),
+        cache=str(cache_file) if cache_file else False,
     )
     if plugins:
         options["_plugins"] = plugins
@@ -610,12 +618,12 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     builder.inline_parser = Lark(
         grammar,
         start="inline_body",
-        **{**options, "cache": str(cache_file.with_suffix(".inline.lark"))},
+        **{**options, "cache": _variant(cache_file, ".inline.lark")},
     )
     line_parser = Lark(
         grammar,
         start="instruction_line",
-        **{**options, "cache": str(cache_file.with_suffix(".line.lark"))},
+        **{**options, "cache": _variant(cache_file, ".line.lark")},
     )
     return module_parser, line_parser, builder
 
