@@ -336,3 +336,24 @@ def test_attribute_values_are_kept_verbatim_across_the_corpus(corpus_dir: Path) 
                 assert key in text and value in text, (name, instruction.name, key)
                 checked += 1
     assert checked > 500
+
+
+def test_index_comments_and_root_in_a_single_line() -> None:
+    instruction = parse_instruction(
+        "ROOT %tuple.1 = (s32[], u32[20]{0}, /*index=2*/u32[]) tuple(%add.16, %add.22, "
+        '/*index=2*/%Arg_3.1), metadata={op_name="x"}'
+    )
+    assert instruction.is_root and instruction.operand_names == ["add.16", "add.22", "Arg_3.1"]
+    assert [s.dtype for s in instruction.shape.tuple_shapes] == ["s32", "u32", "u32"]
+
+
+def test_parse_file_without_a_writable_cache(
+    tmp_path: Path, fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = fixtures_dir / "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt"
+    if not source.is_file():
+        pytest.skip("matmul fixture not present")
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(blocker))
+    assert parse_file(source) == parse_module(source.read_text())
