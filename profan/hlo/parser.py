@@ -145,6 +145,7 @@ class _ModelBuilder:
         self.inline_parser: Lark | None = None
         self.operand_item: re.Pattern[str] | None = None  # the grammar's OPERAND terminal
         self.attr_item: re.Pattern[str] | None = None  # the grammar's ATTR terminal
+        self.operand_list: re.Pattern[str] | None = None  # OPERANDS without its attributes
         self.reset()
 
     def reset(self) -> None:
@@ -197,16 +198,20 @@ class _ModelBuilder:
             self._operand_memo[token] = operand
         return operand
 
-    def _operand_list(self, token: Token) -> list[Operand]:
-        """The operands of one OPERANDS token (``f32[2]{0} %a, %b)``)."""
+    def _operand_list(self, token: Token) -> tuple[list[Operand], str]:
+        """The operands of one OPERANDS token (``f32[2]{0} %a, %b), k=v``) and the text of
+        the attributes that follow them."""
+        assert self.operand_item is not None and self.operand_list is not None
         text = _value(token)
-        if "/" in text:
-            text = _COMMENT.sub(" ", text)
-        operands = []
-        assert self.operand_item is not None
-        for match in self.operand_item.finditer(text, 0, text.rindex(")")):
-            operands.append(self._operand(match.group(0), token))
-        return operands
+        end = self.operand_list.match(text).end()  # type: ignore[union-attr]
+        operand_text = text[:end]
+        if "/" in operand_text:
+            operand_text = _COMMENT.sub(" ", operand_text)
+        operands = [
+            self._operand(match.group(0), token)
+            for match in self.operand_item.finditer(operand_text, 0, len(operand_text) - 1)
+        ]
+        return operands, text[end:]
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
@@ -268,18 +273,14 @@ class _ModelBuilder:
             if isinstance(child, Operand):
                 operands.append(child)
             elif child.type == "OPERANDS":
-                operands.extend(self._operand_list(child))
+                listed, attribute_text = self._operand_list(child)
+                operands.extend(listed)
+                if attribute_text:
+                    self._attributes(name, child, attribute_text, attributes)
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTRS":
-                assert self.attr_item is not None
-                for match in self.attr_item.finditer(_value(child)):
-                    key, value = _split_attr(match.group(0))
-                    if key in attributes:
-                        raise _error_at(child, f"attribute {key!r} given twice")
-                    if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
-                        value = self._inline_computation(f"{name}.{key}", child, value)
-                    attributes[key] = value
+                self._attributes(name, child, _value(child), attributes)
             elif child.type == "LITERAL":
                 literal = _bare(child).strip()
         parameter_number = None
@@ -302,6 +303,17 @@ class _ModelBuilder:
             literal=literal,
             parameter_number=parameter_number,
         )
+
+    def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
+        """Add the ``, key=value`` attributes in ``text`` (one or more ATTR matches)."""
+        assert self.attr_item is not None
+        for match in self.attr_item.finditer(text):
+            key, value = _split_attr(match.group(0))
+            if key in attributes:
+                raise _error_at(token, f"attribute {key!r} given twice")
+            if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
+                value = self._inline_computation(f"{name}.{key}", token, value)
+            attributes[key] = value
 
     def _inline_computation(self, name: str, token: Token, value: str) -> str:
         """Parse ``{ instructions }`` given as an attribute value; returns ``%name`` for it."""
@@ -615,6 +627,9 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     module_parser = Lark(grammar, start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
+    operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
+    lead = _LEAD.pattern
+    builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
     builder.inline_parser = Lark(
         grammar,
         start="inline_body",
