@@ -357,3 +357,35 @@ def test_parse_file_without_a_writable_cache(
     blocker.write_text("")
     monkeypatch.setenv("PROFAN_CACHE_DIR", str(blocker))
     assert parse_file(source) == parse_module(source.read_text())
+
+
+# (computations, instructions) that XLA's own parser (jaxlib 0.10.2) finds in the HLO text of
+# the TPU v6e trace's modules, measured with hlo_module_from_text beside this test's writing.
+TPU_TRACE_MODULES = {
+    "jit__psum(9646411105960254074).hlo": (2, 6),
+    "jit_broadcast_in_dim(11287434908481120160).hlo": (1, 3),
+    "jit_convert_element_type(2433868464432466958).hlo": (1, 3),
+    "jit_f(12190760917235803885).hlo": (4, 31),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TPU_TRACE_MODULES))
+def test_tpu_trace_modules_parse_like_xla(corpus_dir: Path, name: str) -> None:
+    path = corpus_dir / "traces" / "tpu_v6e_inference.hlo" / name
+    module = parse_file(path)
+    counts = (len(module.computations), sum(len(c) for c in module.computations))
+    assert counts == TPU_TRACE_MODULES[name]
+    assert parse_module(module.to_text()) == module
+    if name.startswith("jit_f("):
+        layouts = {
+            (leaf.dims, leaf.layout.tiles, leaf.layout.memory_space)
+            for i in module.instructions()
+            for leaf in i.shape.leaves()
+            if leaf.layout is not None
+        }
+        # The module holds f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)} and its HBM twin,
+        # scalars f32[]{:T(128)} and u32[]{:S(2)}.
+        assert ((5, 1024, 1024, 256), ((8, 128),), 5) in layouts
+        assert ((5, 1024, 1024, 256), ((8, 128),), 0) in layouts
+        assert ((), ((128,),), 0) in layouts
+        assert ((), (), 2) in layouts
