@@ -67,6 +67,10 @@ class HloSyntaxError(ProfanError):
                 message += "\n    " + " " * max(self.column - 1, 0) + "^"
         return message
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Picklable (for worker processes); keyword-only fields go through the state.
+        return (HloSyntaxError, (self.reason,), self.__dict__)
+
     def with_file(self, file: str) -> HloSyntaxError:
         """The same error, naming the file it came from."""
         return HloSyntaxError(
@@ -86,6 +90,10 @@ class TraceError(ProfanError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, str]]:
+        # Hosts load in worker processes: the error must cross the process boundary intact.
+        return (TraceError, (self.path, self.reason))
 
 
 class ConfigError(ProfanError):

@@ -55,6 +55,11 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         ),
         ("MFU", percent(s.get("mfu"))),
         (
+            "ideal step (roofline)",
+            f"{seconds(s.get('score_step_ideal_s'))} vs measured "
+            f"{seconds(s.get('score_step_measured_s'))} (mean)",
+        ),
+        (
             "exposed communication",
             f"{seconds(s.get('exposed_comm_s'))} ({percent(s.get('exposed_comm_share'))} of the "
             "busy span)",

@@ -24,6 +24,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| step time | median {seconds(s.get('step_time_median_s'))}, min "
         f"{seconds(s.get('step_time_min_s'))}, max {seconds(s.get('step_time_max_s'))} |",
         f"| MFU | {percent(s.get('mfu'))} |",
+        f"| ideal step (roofline) | {seconds(s.get('score_step_ideal_s'))} vs measured "
+        f"{seconds(s.get('score_step_measured_s'))} (mean) |",
         f"| exposed communication | {seconds(s.get('exposed_comm_s'))} "
         f"({percent(s.get('exposed_comm_share'))} of the busy span) |",
         f"| idle | {seconds(s.get('idle_s'))} inside, {seconds(s.get('inter_step_gap_total_s'))} "
