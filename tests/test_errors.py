@@ -17,7 +17,12 @@ def test_trace_error_pickles_with_its_fields() -> None:
 
 def test_hlo_syntax_error_pickles_with_position_and_expectations() -> None:
     error = HloSyntaxError(
-        "unexpected ')'", file="dump.txt", line=7, column=12, text="  %a = f32[] add(", expected=("x",)
+        "unexpected ')'",
+        file="dump.txt",
+        line=7,
+        column=12,
+        text="  %a = f32[] add(",
+        expected=("x",),
     )
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.file, copy.line, copy.column, copy.expected) == ("dump.txt", 7, 12, ("x",))
