@@ -219,7 +219,7 @@ def test_annotation_custom_calls_cost_nothing() -> None:
     assert (cost.flops, cost.hbm_bytes, cost.unknown) == (0, 0, False)
 
 
-ASYNC_MODULE = """HloModule synthetic_async, num_partitions=8
+SYNTHETIC_ASYNC_MODULE = """HloModule synthetic_async, num_partitions=8
 
 %wrapped (p: f32[64,128]) -> f32[512,128] {
   %p = f32[64,128]{1,0} parameter(0)
@@ -237,7 +237,7 @@ ENTRY %main (x: f32[64,128]) -> f32[512,128] {
 def test_async_wrapped_collective_is_timed_on_the_done() -> None:
     from profan.roofline import score_module
 
-    module = parse_module(ASYNC_MODULE)
+    module = parse_module(SYNTHETIC_ASYNC_MODULE)
     start = estimate(module.entry.get("s"), module)
     done = estimate(module.entry.get("d"), module)
     assert (start.async_role, done.async_role) == ("start", "done")
@@ -268,7 +268,7 @@ def test_tuple_results_are_charged_their_arrays_but_tuple_its_pointers() -> None
     assert (estimate(tup).hbm_bytes_read, estimate(tup).hbm_bytes_written) == (0, 16)
 
 
-SCATTER_MODULE = """HloModule synthetic_scatter
+SYNTHETIC_SCATTER_MODULE = """HloModule synthetic_scatter
 
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -295,7 +295,7 @@ ENTRY %main (x: f32[1000,16], i: s32[10,1], u: f32[10,16]) -> f32[1000,16] {
 
 
 def test_in_place_scatter_fusion_charges_only_touched_rows_to_the_roofline() -> None:
-    module = parse_module(SCATTER_MODULE)
+    module = parse_module(SYNTHETIC_SCATTER_MODULE)
     cost = estimate(module.entry.get("f"), module)
     buffer, indices, update = 1000 * 16 * 4, 10 * 4, 10 * 16 * 4
     # XLA's accounting (kept for parity): whole buffer read and written

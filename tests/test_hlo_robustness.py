@@ -82,7 +82,7 @@ def test_arbitrary_text_raises_only_syntax_errors(text: str) -> None:
     _parse_or_syntax_error(text)
 
 
-def test_unbalanced_braces_fail_fast() -> None:
+def test_synthetic_unbalanced_braces_fail_fast() -> None:
     # Deep unclosed nesting must not send the lexer's regexes into exponential backtracking.
     text = "HloModule m\nENTRY e {\n  ROOT x = f32[] constant(0), backend_config=" + "{[(" * 400
     with pytest.raises(HloSyntaxError):

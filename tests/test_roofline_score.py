@@ -89,7 +89,7 @@ def test_op_times_pick_the_largest_term() -> None:
     assert times.t_compute_s == pytest.approx(2 * 256 * 512 * 1024 / 1.97e14)
 
 
-WHILE_MODULE = """HloModule synthetic_loop
+SYNTHETIC_WHILE_MODULE = """HloModule synthetic_loop
 
 %body (p: (s32[], f32[128,128])) -> (s32[], f32[128,128]) {
   %p = (s32[], f32[128,128]{1,0}) parameter(0)
@@ -125,7 +125,7 @@ ENTRY %main (x: f32[128,128]) -> f32[128,128] {
 
 
 def test_score_module_lists_loop_bodies_not_fused_bodies() -> None:
-    frame = score_module(parse_module(WHILE_MODULE), "tpu-v5e")
+    frame = score_module(parse_module(SYNTHETIC_WHILE_MODULE), "tpu-v5e")
     names = set(frame["name"])
     assert {"y", "f", "lt", "next"} <= names
     assert "e" not in names  # inside the fusion: scored as part of %f
