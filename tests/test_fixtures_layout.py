@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 
-PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
+PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer", "fsdp", "scan_layers")
+# Meshes other than the 4x2 data x model one most programs use.
+OTHER_MESHES = {"fsdp": (["fsdp"], [8])}
+# Single-op programs (HLO + XLA cost analysis, no trace): fixtures/xla_programs/<name>/.
+XLA_PROGRAMS_DIR = "xla_programs"
 MAX_FILE_BYTES = 3 * 1024 * 1024
 MAX_TOTAL_BYTES = 10 * 1024 * 1024
 
@@ -87,6 +91,11 @@ def test_mesh_and_device_order(program: tuple[Path, dict[str, Any]]) -> None:
     mesh = meta["mesh"]
     if mesh is None:
         assert meta["name"] == "matmul"
+        return
+    if meta["name"] in OTHER_MESHES:
+        names, sizes = OTHER_MESHES[meta["name"]]
+        assert (mesh["axis_names"], mesh["axis_sizes"]) == (names, sizes)
+        assert mesh["device_ids"] == list(range(8))  # a 1-D mesh: the devices in order
         return
     assert mesh["axis_names"] == ["data", "model"]
     assert mesh["axis_sizes"] == [4, 2]
@@ -234,3 +243,48 @@ def test_truth_local_shapes_divide_the_global_ones(program: tuple[Path, dict[str
                 else 1
             )
             assert ratio == ways, (mm["name"], side)
+
+
+def _xla_programs(fixtures_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    group = fixtures_dir / XLA_PROGRAMS_DIR
+    return [
+        (folder, json.loads((folder / "meta.json").read_text()))
+        for folder in sorted(p for p in group.iterdir() if p.is_dir())
+    ]
+
+
+def test_xla_programs_hold_one_dump_and_xla_numbers_each(fixtures_dir: Path) -> None:
+    programs = _xla_programs(fixtures_dir)
+    assert len(programs) == 16
+    for folder, meta in programs:
+        assert meta["name"] == folder.name
+        # Each function's name is its module's: jit_<name> (the dumps shared one directory).
+        assert meta["module_name"] == f"jit_{folder.name}"
+        files = sorted(p.name for p in (folder / "hlo").iterdir())
+        (entry,) = meta["hlo_files"]
+        assert files == [entry["file"].removeprefix("hlo/")]
+        assert entry["file"].endswith(f".{meta['module_name']}.cpu_after_optimizations.txt")
+        text = (folder / entry["file"]).read_text()
+        assert text.startswith(f"HloModule {meta['module_name']},")
+        instructions = len(re.findall(r"^\s+(?:ROOT )?%?[\w.\-]+ = ", text, re.M))
+        computations = len(re.findall(r"^(?:ENTRY )?%?[\w.\-]+ \(.*\{$", text, re.M))
+        assert entry["xla_counts"] == {"computations": computations, "instructions": instructions}
+        cost = meta["cost_analysis"]
+        assert all(isinstance(v, float) and math.isfinite(v) for v in cost.values())
+        assert cost["bytes accessed"] > 0
+
+
+def test_xla_program_batched_matmul_cost_is_2bmkn(fixtures_dir: Path) -> None:
+    meta = json.loads(
+        (fixtures_dir / XLA_PROGRAMS_DIR / "batched_matmul" / "meta.json").read_text()
+    )
+    (b, m, k), (_, _, n) = (i["shape"] for i in meta["inputs"])
+    assert meta["cost_analysis"]["flops"] == 2 * b * m * k * n
+    assert meta["cost_analysis"]["bytes accessed"] == 4 * (b * m * k + b * k * n + b * m * n)
+
+
+def test_second_round_fixture_sizes_stay_small(fixtures_dir: Path) -> None:
+    folders = [fixtures_dir / n for n in ("fsdp", "scan_layers", XLA_PROGRAMS_DIR)]
+    files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
+    assert all(p.stat().st_size < 1024 * 1024 for p in files)
+    assert sum(p.stat().st_size for p in files) < 3 * 1024 * 1024

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
+PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer", "fsdp", "scan_layers")
 OP_STATS = {"hlo_op", "hlo_module", "program_id", "device_ordinal", "run_id"}
 
 
