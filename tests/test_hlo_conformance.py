@@ -18,12 +18,10 @@ from profan.hlo import Module, parse_module
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
-# Modules XLA accepts whose counts profan does not reproduce.  hlo_module_splitting_test__4
-# writes an operand as a bare shape (``add(f32[] %fusion, f32[], %res.23)``), which XLA's parser
-# tolerates and profan rejects with an HloSyntaxError.
-KNOWN_MISSES = {
-    "xla__hlo__separate_compilation__hlo_module_splitting_test__4.hlo",
-}
+# Modules XLA accepts whose counts profan does not reproduce: none.  (The last one,
+# hlo_module_splitting_test__4, writes an operand as a bare shape, ``add(f32[] %fusion, f32[],
+# %res.23)``; XLA's module parser drops such an operand and so does profan now.)
+KNOWN_MISSES: set[str] = set()
 
 
 @dataclass
@@ -69,7 +67,7 @@ def test_modules_xla_accepts_parse_with_xla_counts(outcomes: list[Outcome]) -> N
     print(f"conformance: {len(accepted) - len(misses)}/{len(accepted)} = {rate:.2%}")
     unexpected = {f: why for f, why in misses.items() if f not in KNOWN_MISSES}
     assert not unexpected, unexpected
-    assert rate >= 0.99
+    assert rate == 1.0
 
 
 def test_known_misses_are_still_misses(outcomes: list[Outcome]) -> None:
@@ -81,6 +79,21 @@ def test_known_misses_are_still_misses(outcomes: list[Outcome]) -> None:
             if _counts(outcome.module) == expected:
                 fixed.append(outcome.row["file"])
     assert not fixed, f"now parse correctly, drop from KNOWN_MISSES: {fixed}"
+
+
+def test_operand_written_as_a_bare_shape_is_dropped_as_xla_does(corpus_dir: Path) -> None:
+    # XLA's parser reads `add(f32[] %fusion, f32[], %res.23)` as add(%fusion, %res.23)
+    # (its own to_string() prints that); MANIFEST.jsonl has its counts.
+    root = corpus_dir / "hlo" / "xla"
+    name = "xla__hlo__separate_compilation__hlo_module_splitting_test__4.hlo"
+    row = next(
+        json.loads(line)
+        for line in (root / "MANIFEST.jsonl").read_text().splitlines()
+        if json.loads(line)["file"] == name
+    )
+    module = parse_module((root / name).read_text(), file=name)
+    assert _counts(module) == (row["computations"], row["instructions"])
+    assert module.computation("main").get("res.f").operand_names == ["fusion", "res.23"]
 
 
 def test_failures_are_only_hlo_syntax_errors(outcomes: list[Outcome]) -> None:

@@ -190,6 +190,12 @@ class Instruction:
     literal: str | None = None
     parameter_number: int | None = None
     computation: str | None = field(default=None, compare=False)
+    # A line as XProf shows it may leave operands out: ``fusion(...)`` or ``fusion(%a, %b,
+    # ...(+3))``.  ``operands`` then holds only those shown; ``elided_operand_count`` says how
+    # many more there are when the line tells (``...(+3)``).  Only ``parse_instruction`` accepts
+    # this; a module never has it.
+    operands_elided: bool = False
+    elided_operand_count: int | None = None
     _metadata: Metadata | None = field(default=None, compare=False, repr=False)
     _backend_config: dict | bool | None = field(default=False, compare=False, repr=False)
 
@@ -197,6 +203,8 @@ class Instruction:
         # Memoised views are left out: they are rebuilt on first use.
         fields = (self.name, self.opcode, self.shape, self.operands, self.attributes)
         rest = (self.is_root, self.literal, self.parameter_number, self.computation)
+        if self.operands_elided:
+            rest += (True, self.elided_operand_count)
         return (Instruction, fields + rest)
 
     @property

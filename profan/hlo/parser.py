@@ -57,6 +57,7 @@ _COMPUTATION_ATTRIBUTES = frozenset(
 _LEAD = re.compile(r"(?:\s++|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+")
 _LEAD_CHARS = frozenset(" \t\r\n\f\v/")
 _COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
+_COMMENT_OR_STRING = re.compile(r'("(?:[^"\\]|\\.)*")|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*')
 # An INSTR_HEAD token (after its lead): [ROOT] name = shape opcode(
 _HEAD = re.compile(
     r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
@@ -107,6 +108,7 @@ _TERMINAL_NAMES = {
     "ATTRS": "an attribute (, name=value)",
     "SIGNATURE": "a signature ((params) -> shape)",
     "OPERANDS": "operands",
+    "ELIDED": "'...'",
     "BUFFER": "b(...)",
     "FILE_NAMES": "FileNames",
     "FUNCTION_NAMES": "FunctionNames",
@@ -155,6 +157,7 @@ class _ModelBuilder:
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
         self._anonymous = 0
+        self.single_line = False  # parse_instruction: elided and unnamed operands are kept
 
     # -- shapes -------------------------------------------------------------------------------
     def _shape(self, item: Any, anchor: Token | None = None) -> Shape:
@@ -180,6 +183,9 @@ class _ModelBuilder:
         return Shape("tuple", tuple_shapes=tuple(self._shape(c) for c in children if c is not None))
 
     # -- instructions -------------------------------------------------------------------------
+    def shape_operand(self, children: list) -> Operand:
+        return Operand("", self._shape(children[0]))
+
     def tuple_operand(self, children: list) -> Operand:
         return Operand(_bare(children[1]).lstrip("%"), children[0])
 
@@ -269,9 +275,21 @@ class _ModelBuilder:
         operands: list[Operand] = []
         attributes: dict[str, str] = {}
         literal = None
+        elided = False
+        elided_count = None
         for child in children:
             if isinstance(child, Operand):
-                operands.append(child)
+                if child.name or self.single_line:
+                    operands.append(child)
+                # else a shape with no name: XLA's module parser drops it, and so do we
+            elif child.type == "ELIDED":
+                if not self.single_line:
+                    raise _error_at(
+                        child, "operands left out ('...') are accepted only in a single line"
+                    )
+                elided = True
+                count = _bare(child)[3:]
+                elided_count = int(count[2:-1]) if count else None
             elif child.type == "OPERANDS":
                 listed, attribute_text = self._operand_list(child)
                 operands.extend(listed)
@@ -283,6 +301,8 @@ class _ModelBuilder:
                 self._attributes(name, child, _value(child), attributes)
             elif child.type == "LITERAL":
                 literal = _bare(child).strip()
+                if "/*" in literal or "//" in literal:
+                    literal = _strip_comments(literal)
         parameter_number = None
         if opcode == "parameter":
             if len(operands) != 1 or operands[0].shape is not None:
@@ -302,6 +322,8 @@ class _ModelBuilder:
             attributes=attributes,
             literal=literal,
             parameter_number=parameter_number,
+            operands_elided=elided,
+            elided_operand_count=elided_count,
         )
 
     def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
@@ -549,7 +571,19 @@ def _split_attr(token: Token) -> tuple[str, str]:
     if text and text[0] in _LEAD_CHARS:
         text = _bare(text)
     equals = text.index("=")
-    return text[:equals].rstrip(), text[equals + 1 :].strip()
+    value = text[equals + 1 :]
+    if value and value[0] in _LEAD_CHARS:
+        value = _bare(value)  # blanks and comments between '=' and the value
+    value = value.rstrip()
+    if "/*" in value or "//" in value:
+        value = _strip_comments(value)
+    return text[:equals].rstrip(), value
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` without the comments outside its quoted strings (XLA prints ``/*index=5*/``
+    inside long braced values; comments are not part of a value)."""
+    return _COMMENT_OR_STRING.sub(lambda m: m.group(1) or "", text)
 
 
 def _int_fields(token: Token) -> dict[str, int]:
@@ -759,6 +793,7 @@ def parse_instruction(line: str) -> Instruction:
         raise HloSyntaxError("HLO text must be a str")
     _, line_parser, builder = _parsers()
     builder.reset()
+    builder.single_line = True
     try:
         return line_parser.parse(line.strip())
     except Exception as error:

@@ -19,6 +19,8 @@ def type_text(shape: Shape) -> str:
 def _operand_text(operand: Operand) -> str:
     if operand.shape is None:
         return f"%{operand.name}"
+    if not operand.name:  # a shape with no name (single lines only)
+        return type_text(operand.shape)
     return f"{type_text(operand.shape)} %{operand.name}"
 
 
@@ -31,7 +33,11 @@ def instruction_to_text(instruction: Instruction) -> str:
     elif instruction.literal is not None:
         arguments = instruction.literal
     else:
-        arguments = ", ".join(_operand_text(o) for o in instruction.operands)
+        shown = [_operand_text(o) for o in instruction.operands]
+        if instruction.operands_elided:
+            count = instruction.elided_operand_count
+            shown.append("..." if count is None else f"...(+{count})")
+        arguments = ", ".join(shown)
     parts.append(f"{instruction.opcode}({arguments})")
     for key, value in instruction.attributes.items():
         parts.append(f", {key}={value}")
