@@ -71,7 +71,8 @@ def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = Fa
         from profan.report import terminal
 
         colour = out_dir is None and terminal.use_colour(sys.stdout)
-        return terminal.render(report, top=top, colour=colour)
+        width = terminal.terminal_width(sys.stdout) if out_dir is None else terminal.DEFAULT_WIDTH
+        return terminal.render(report, top=top, colour=colour, width=width)
     from profan.report import plots as plot_module
 
     if fmt == "html":

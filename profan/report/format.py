@@ -10,7 +10,7 @@ def seconds(value: float | None) -> str:
         return "-"
     magnitude = abs(value)
     if magnitude == 0:
-        return "0"
+        return "0 s"
     if magnitude >= 1:
         return f"{value:.3g} s"
     if magnitude >= 1e-3:
@@ -34,11 +34,13 @@ def si(value: float | None, unit: str = "") -> str:
 def percent(value: float | None) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
+    if 0 < value < 0.0005:  # "0.0%" would read as none at all
+        return "<0.1%"
     return f"{value:.1%}"
 
 
-def wrap_name(name: str, width: int) -> list[str]:
-    """Split a long HLO name at its separators (``.``, ``_``, ``-``) to fit ``width``."""
+def wrap_name(name: str, width: int, separators: str = "._-/") -> list[str]:
+    """Split a long HLO name at its separators (``.``, ``_``, ``-``, ``/``) to fit ``width``."""
     if len(name) <= width:
         return [name]
     lines: list[str] = []
@@ -46,7 +48,7 @@ def wrap_name(name: str, width: int) -> list[str]:
     token = ""
     for char in name:
         token += char
-        if char in "._-/":
+        if char in separators:
             if len(current) + len(token) > width and current:
                 lines.append(current)
                 current = ""

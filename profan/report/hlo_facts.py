@@ -221,3 +221,49 @@ def padded_ratio(shape: Shape) -> float:
         logical *= a
         stored *= b
     return stored / logical if logical else 1.0
+
+
+def _operand_splits(
+    local: list[int], global_dims: list[int], split: dict[Any, list[str]] | None
+) -> dict[str, Any]:
+    """``{"dims": global dims, "axes": [mesh axes splitting each dim]}``.
+
+    The analysis keys ``split`` by the local dim; a global shape may lead with dims a reshape
+    hid locally, so local dim ``k`` is global dim ``offset + k``.
+    """
+    offset = max(len(global_dims) - len(local), 0)
+    axes: list[list[str]] = [[] for _ in global_dims]
+    for key, names in (split or {}).items():
+        index = offset + int(key)
+        if 0 <= index < len(axes):
+            axes[index] = [str(n) for n in names]
+    return {"dims": [int(d) for d in global_dims], "axes": axes}
+
+
+def matmul_splits(matmul: Any | None) -> dict[str, Any] | None:
+    """Which global dims of a matmul's operands and output are split along which mesh axes."""
+    if matmul is None:
+        return None
+    try:
+        return {
+            "dtype": str(matmul.dtype),
+            "lhs": _operand_splits(matmul.local_lhs, matmul.global_lhs, matmul.lhs_split),
+            "rhs": _operand_splits(matmul.local_rhs, matmul.global_rhs, matmul.rhs_split),
+            "out": _operand_splits(matmul.local_out, matmul.global_out, matmul.out_split),
+            "partial_sum_axes": [str(a) for a in matmul.partial_sum_axes or []],
+        }
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def split_text(operand: dict[str, Any], dtype: str = "") -> str:
+    """``f32[64/axis0,128]``: each global dim, with ``/axes`` where the mesh splits it."""
+    parts = []
+    for size, axes in zip(operand.get("dims", []), operand.get("axes", []), strict=False):
+        if not axes:
+            parts.append(str(size))
+        elif len(axes) == 1:
+            parts.append(f"{size}/{axes[0]}")
+        else:
+            parts.append(f"{size}/({','.join(axes)})")
+    return f"{dtype}[{','.join(parts)}]"

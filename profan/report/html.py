@@ -6,7 +6,7 @@ import base64
 from html import escape
 
 from profan.report.format import percent, seconds, si
-from profan.report.model import Report, peak_flops, peak_hbm_bw
+from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
 from profan.report.terminal import sharding_lines
 
 _STYLE = """
@@ -61,20 +61,20 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         ),
         (
             "exposed communication",
-            f"{seconds(s.get('exposed_comm_s'))} ({percent(s.get('exposed_comm_share'))} of the "
-            "busy span)",
+            f"{seconds(s.get('exposed_comm_s'))} per device "
+            f"({percent(s.get('exposed_comm_share'))} of the busy span)",
         ),
         (
             "idle",
-            f"{seconds(s.get('idle_s'))} inside the busy span, "
+            f"{seconds(s.get('idle_s'))} per device inside the busy span, "
             f"{seconds(s.get('inter_step_gap_total_s'))} between steps",
         ),
         (
-            "time by category",
+            "time by category (per device)",
             ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_category_s", {}).items()),
         ),
         (
-            "time by bound",
+            "time by bound (per device)",
             ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_bound_s", {}).items() if v),
         ),
     ]
@@ -90,6 +90,11 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts.append("</div>")
 
     parts.append(f"<h2>Top {min(top, len(report.ops))} ops of {len(report.ops)} by total time</h2>")
+    devices = max(int(s.get("device_count") or d.get("count") or 1), 1)
+    parts.append(
+        f"<p>measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
+        "n executions (n counts every device).</p>"
+    )
     parts.append("<table id='ops'><tr>")
     columns = [
         "op",
@@ -123,13 +128,20 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts.append("</table>")
 
     parts.append(f"<h2>Suspicious ops ({len(report.findings)})</h2><ul>")
-    for f in report.findings:
-        where = f"<code>{e(f.name)}</code> " if f.name else ""
-        source = f" ({e(f.source)})" if f.source else ""
-        parts.append(
-            f"<li><b class='bad'>{e(f.rule)}</b>: {where}{e(f.message)}{source}. "
-            f"<i>Look at:</i> {e(f.look_at)}</li>"
-        )
+    # whole-profile findings (no op) in their own group, then one group per op
+    for key, findings in grouped_findings(report.findings):
+        if key is None:
+            parts.append("<li class='group'><b>profile</b> (whole trace, no single op)<ul>")
+        else:
+            first = findings[0]
+            source = f" ({e(first.source)})" if first.source else ""
+            parts.append(f"<li class='group'><code>{e(first.name or key)}</code>{source}<ul>")
+        for f in findings:
+            parts.append(
+                f"<li><b class='bad'>{e(f.rule)}</b>: {e(f.message)}. "
+                f"<i>Look at:</i> {e(f.look_at)}</li>"
+            )
+        parts.append("</ul></li>")
     if not report.findings:
         parts.append("<li class='ok'>None of the rules fired.</li>")
     parts.append("</ul><h2>Unmatched</h2><ul>")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profan.report.format import percent, seconds, si
-from profan.report.model import Report, peak_flops, peak_hbm_bw
+from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
 from profan.report.terminal import sharding_lines
 
 
@@ -13,6 +13,7 @@ def _cell(text: str) -> str:
 
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
     s, d, chip = report.summary, report.device, report.chip
+    devices = s.get("device_count") or d.get("count")
     lines = [f"# profan report: `{report.trace.get('path', '')}`", ""]
     lines += [
         "| | |",
@@ -26,9 +27,10 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| MFU | {percent(s.get('mfu'))} |",
         f"| ideal step (roofline) | {seconds(s.get('score_step_ideal_s'))} vs measured "
         f"{seconds(s.get('score_step_measured_s'))} (mean) |",
-        f"| exposed communication | {seconds(s.get('exposed_comm_s'))} "
+        f"| exposed communication | {seconds(s.get('exposed_comm_s'))} per device "
         f"({percent(s.get('exposed_comm_share'))} of the busy span) |",
-        f"| idle | {seconds(s.get('idle_s'))} inside, {seconds(s.get('inter_step_gap_total_s'))} "
+        f"| idle | {seconds(s.get('idle_s'))} per device inside the busy span, "
+        f"{seconds(s.get('inter_step_gap_total_s'))} "
         "between steps |",
         "",
         "## Time by category",
@@ -45,6 +47,9 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         "",
         f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
         "",
+        f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
+        "executions (n counts every device).",
+        "",
         "| op | category | n | measured | ideal | bound | eff | FLOPs | bytes | sharding | source"
         " | flags |",
         "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
@@ -58,12 +63,21 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
         )
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
-    for f in report.findings:
-        where = f"`{f.name}` " if f.name else ""
-        source = f" ({f.source})" if f.source else ""
-        lines.append(f"- **{f.rule}**: {where}{_cell(f.message)}{source}. *Look at:* {f.look_at}")
+    # whole-profile findings (no op) in their own group, then one group per op
+    for key, findings in grouped_findings(report.findings):
+        if key is None:
+            lines += ["**profile** (whole trace, no single op)", ""]
+        else:
+            first = findings[0]
+            source = f" ({_cell(first.source)})" if first.source else ""
+            lines += [f"**`{_cell(first.name or key)}`**{source}", ""]
+        for f in findings:
+            lines.append(f"- **{f.rule}**: {_cell(f.message)}. *Look at:* {f.look_at}")
+        lines.append("")
     if not report.findings:
         lines.append("None of the rules fired.")
+    if lines[-1] == "":
+        lines.pop()
     lines += ["", "## Unmatched", ""]
     if report.unmatched:
         lines += [f"- {u['count']} events: {u['reason']}" for u in report.unmatched]

@@ -54,6 +54,8 @@ class OpEntry:
     scope: str | None = None
     collective: dict[str, Any] | None = None
     global_shapes: list[str] = field(default_factory=list)
+    # matmuls: global dims of lhs/rhs/out and the mesh axes splitting each (hlo_facts.matmul_splits)
+    splits: dict[str, Any] | None = None
     shape: str | None = None
     source: str | None = None
     exposed_s: float | None = None  # time not overlapped with compute (collectives, host ops)
@@ -464,6 +466,7 @@ def build_report(
             scope=scopes[index],
             collective=collective_dict,
             global_shapes=hlo_facts.global_shapes(instr, matmul_by_name.get(str(record["name"]))),
+            splits=hlo_facts.matmul_splits(matmul_by_name.get(str(record["name"]))),
             shape=hlo_facts.format_shape(instr.shape) if instr is not None else None,
             source=source,
             exposed_s=facts.exposed_by_op.get((str(record["module"]), str(record["name"]))),
@@ -605,3 +608,16 @@ def _mfu(
         return math.nan
     flops = sum(c.entry.flops for c in contexts)
     return flops / (devices * float(step_times.sum()) * peak)
+
+
+def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Finding]]]:
+    """Findings grouped for display: whole-profile findings (no op) first under ``None``, then
+    one group per op in the order the op first appears (heaviest first)."""
+    profile = [f for f in findings if not f.op]
+    by_op: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.op:
+            by_op.setdefault(f.op, []).append(f)
+    groups: list[tuple[str | None, list[Finding]]] = [(None, profile)] if profile else []
+    groups.extend(by_op.items())
+    return groups

@@ -520,6 +520,11 @@ def repeated_collective(report: Report, ops: list[_OpContext], config: RuleConfi
     return out
 
 
+def _ratio_text(ratio: float) -> str:
+    """``45% of`` below 2, ``30× `` above (3039% reads badly)."""
+    return f"{ratio:.0%} of" if ratio < 2 else f"{ratio:.0f}×"
+
+
 @rule("idle-gaps", "idle time between steps or inside them")
 def idle_gaps(report: Report, ops: list[_OpContext], config: RuleConfig) -> list[Finding]:
     summary = report.summary
@@ -530,8 +535,8 @@ def idle_gaps(report: Report, ops: list[_OpContext], config: RuleConfig) -> list
         out.append(
             Finding(
                 "idle-gaps",
-                f"devices idle up to {_fmt_s(gap)} between steps ({gap / median:.0%} of the "
-                "median step)",
+                f"devices idle up to {_fmt_s(gap)} between steps ({_ratio_text(gap / median)} "
+                "the median step)",
                 "the host loop: data loading, Python overhead, blocking on results "
                 "(block_until_ready, printing metrics) between steps",
                 time_s=float(summary.get("inter_step_gap_total_s") or gap),

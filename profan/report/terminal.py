@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
+import textwrap
+from dataclasses import dataclass
 from typing import IO
 
 from profan.report.format import percent, seconds, si, wrap_name
-from profan.report.model import OpEntry, Report
+from profan.report.hlo_facts import split_text
+from profan.report.model import OpEntry, Report, grouped_findings
 from profan.report.rules import RULES
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -44,25 +49,94 @@ def _visible_len(text: str) -> int:
     return out
 
 
+@dataclass(slots=True)
+class Column:
+    header: str
+    right: bool = False  # numbers align right
+    wrap: str | None = None  # "name": split at . _ - /; "words": join pieces with spaces
+    cap: int = 0  # widest a wrapping column grows to when there is room
+    min_width: int = 0  # narrowest a wrapping column shrinks to
+
+
+def wrap_pieces(pieces: list[str], width: int, mode: str) -> list[str]:
+    """Lines of at most ``width`` columns: names split at their separators; word pieces (a
+    shape, ``× shape``) joined greedily with spaces and split themselves only when too long."""
+    if mode == "name":
+        return [line for piece in pieces for line in wrap_name(piece, width)]
+    lines: list[str] = []
+    current = ""
+    for piece in pieces:
+        for word in _words_fitting(piece, width):
+            if current and len(current) + 1 + len(word) <= width:
+                current += " " + word
+            else:
+                if current:
+                    lines.append(current)
+                current = word
+    if current:
+        lines.append(current)
+    return lines or [""]
+
+
+def _words_fitting(piece: str, width: int) -> list[str]:
+    """A piece too long for a line, split at its separators (spaces, commas in a shape)."""
+    if len(piece) <= width:
+        return [piece]
+    return [line.strip() for line in wrap_name(piece, width, separators=" ,._-/")]
+
+
+def _natural_width(column: Column, cell: list[str]) -> int:
+    if column.wrap is None:
+        return max((_visible_len(line) for line in cell), default=0)
+    if column.wrap == "words":
+        longest = len(" ".join(cell))
+    else:
+        longest = max((len(piece) for piece in cell), default=0)
+    return min(longest, column.cap) if column.cap else longest
+
+
+def fit_widths(
+    columns: list[Column], rows: list[list[list[str]]], width: int, sep: int
+) -> list[int] | None:
+    """Column widths whose sum fits ``width``, shrinking wrapping columns (last ones first) down
+    to their minimum; None when even that does not fit."""
+    widths = [
+        max([len(c.header)] + [_natural_width(c, row[i]) for row in rows])
+        for i, c in enumerate(columns)
+    ]
+    excess = sum(widths) + sep * (len(columns) - 1) - width
+    for i in reversed(range(len(columns))):
+        if excess <= 0:
+            break
+        column = columns[i]
+        if column.wrap is None:
+            continue
+        floor = max(column.min_width, len(column.header))
+        cut = min(excess, max(widths[i] - floor, 0))
+        widths[i] -= cut
+        excess -= cut
+    return widths if excess <= 0 else None
+
+
 def table(
-    headers: list[str], rows: list[list[list[str] | str]], right: set[int], style: Style
+    columns: list[Column], rows: list[list[list[str]]], widths: list[int], style: Style
 ) -> list[str]:
-    """Rows of cells; a cell may hold several lines (wrapped names)."""
-    cells = [[c if isinstance(c, list) else [c] for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], *(_visible_len(line) for line in cell))
+    """Rows of cells (each a list of pieces), wrapped to ``widths``."""
+    sep = " │ " if style.colour else "  "
+    cells = [
+        [
+            wrap_pieces(cell, widths[i], columns[i].wrap) if columns[i].wrap else cell or [""]
+            for i, cell in enumerate(row)
+        ]
+        for row in rows
+    ]
 
     def pad(text: str, i: int) -> str:
-        gap = " " * (widths[i] - _visible_len(text))
-        return gap + text if i in right else text + gap
+        gap = " " * max(widths[i] - _visible_len(text), 0)
+        return gap + text if columns[i].right else text + gap
 
-    sep = "  " if not style.colour else " │ "
-    lines = [style(sep.join(pad(h, i) for i, h in enumerate(headers)).rstrip(), "bold")]
-    lines.append(
-        ("─" if style.colour else "-") * min(sum(widths) + len(sep) * (len(widths) - 1), 200)
-    )
+    lines = [style(sep.join(pad(c.header, i) for i, c in enumerate(columns)).rstrip(), "bold")]
+    lines.append(("─" if style.colour else "-") * (sum(widths) + len(sep) * (len(widths) - 1)))
     for row in cells:
         height = max(len(c) for c in row)
         for k in range(height):
@@ -71,16 +145,49 @@ def table(
     return lines
 
 
+def para(text: str, width: int, indent: int = 0, hang: int = 4) -> list[str]:
+    """Plain text wrapped to ``width``: first line indented by ``indent``, the rest by
+    ``indent + hang``; words longer than a line are split."""
+    first = " " * indent
+    rest = " " * (indent + hang)
+    # keep a number with its unit ("472 µs") on one line
+    glued = _NUMBER_UNIT.sub(lambda m: m.group(1) + _GLUE + m.group(2), text)
+    lines = textwrap.wrap(
+        glued,
+        width=max(width, len(rest) + 8),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+    return [line.replace(_GLUE, " ") for line in lines]
+
+
+_GLUE = "\x00"
+_NUMBER_UNIT = re.compile(r"(\d) (s|ms|µs|ns|B|kB|MB|GB|TB)\b")
+
+
 def sharding_lines(op: OpEntry) -> list[str]:
-    """``all-reduce ×4 over data`` and the global shapes, one per line."""
+    """Pieces of the sharding cell: the collective (``all-reduce ×4 over axis0``), and for a
+    matmul its global operands with the mesh axes splitting each dim
+    (``f32[64/axis0,128]``, ``× f32[256/axis1,128]``, ``-> f32[64/axis0,256/axis1]``) and the
+    axes its output is a partial sum over; otherwise the global shapes."""
     lines = []
     if op.collective:
         text = f"{op.collective.get('kind')} ×{op.collective.get('group_size')}"
         if op.collective.get("axes"):
             text += " over " + ",".join(op.collective["axes"])
         lines.append(text)
-    lines.extend(op.global_shapes)
-    return lines or [""]
+    splits = op.splits
+    if splits and all(isinstance(splits.get(k), dict) for k in ("lhs", "rhs", "out")):
+        dtype = str(splits.get("dtype") or "")
+        lines.append(split_text(splits["lhs"], dtype))
+        lines.append("× " + split_text(splits["rhs"], dtype))
+        lines.append("-> " + split_text(splits["out"], dtype))
+        if splits.get("partial_sum_axes"):
+            lines.append("partial sum over " + ",".join(splits["partial_sum_axes"]))
+    else:
+        lines.extend(op.global_shapes)
+    return lines
 
 
 def short_path(source: str | None) -> str:
@@ -98,156 +205,272 @@ def efficiency_text(value: float | None, style: Style) -> str:
     return style(f"{value:.0%}", colour)
 
 
-def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 120) -> str:
+DEFAULT_WIDTH = 160  # piped output with no COLUMNS: wide enough for the full table
+
+
+def terminal_width(stream: IO[str] | None = None) -> int:
+    """``COLUMNS`` when set, else the terminal's width, else (piped) ``DEFAULT_WIDTH``."""
+    stream = stream or sys.stdout
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return max(int(os.environ["COLUMNS"]), 40)
+    try:
+        if stream.isatty():
+            return max(os.get_terminal_size(stream.fileno()).columns, 40)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, 40)
+
+
+KEY_COLUMNS = ("op", "category", "measured", "ideal", "bound", "eff")
+# Dropped in this order while the table does not fit (after flags move under the op and the
+# wrapping columns shrink): totals first, the source line last.
+_DROP_ORDER = (("FLOPs", "bytes"), ("n",), ("%",), ("sharding",), ("source",))
+
+
+def _op_columns() -> list[Column]:
+    return [
+        Column("op", wrap="name", cap=40, min_width=14),
+        Column("category"),
+        Column("n", right=True),
+        Column("measured", right=True),
+        Column("%", right=True),
+        Column("ideal", right=True),
+        Column("bound"),
+        Column("eff", right=True),
+        Column("FLOPs", right=True),
+        Column("bytes", right=True),
+        Column("sharding", wrap="words", cap=44, min_width=16),
+        Column("source", wrap="name", cap=40, min_width=16),
+        Column("flags", wrap="words", cap=40, min_width=20),
+    ]
+
+
+def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
+    """The top-ops table fitted to ``width``: flags go to a line under their op, wrapping
+    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``)."""
+    op_total = sum(op.measured_s for op in report.ops) or 1.0
+    rows: list[dict[str, list[str]]] = []
+    for op in report.ops[:top]:
+        rows.append(
+            {
+                "op": [op.name],
+                "category": [op.category],
+                "n": [str(op.occurrences)],
+                "measured": [seconds(op.measured_s)],
+                "%": [f"{op.measured_s / op_total:.0%}"],
+                "ideal": [seconds(op.roofline_s)],
+                "bound": [op.bound_by],
+                "eff": [efficiency_text(op.efficiency, style)],
+                "FLOPs": [si(op.flops)],
+                "bytes": [si(op.hbm_bytes + op.ici_bytes, "B")],
+                "sharding": sharding_lines(op),
+                "source": [short_path(op.source)] if op.source else [],
+                "flags": [f + "," for f in op.flags[:-1]] + op.flags[-1:],
+            }
+        )
+    sep = 3 if style.colour else 2
+    columns = _op_columns()
+    if not any(row["sharding"] for row in rows):
+        columns = [c for c in columns if c.header != "sharding"]
+    if not any(row["flags"] for row in rows):
+        columns = [c for c in columns if c.header != "flags"]
+
+    def attempt(cols: list[Column]) -> list[int] | None:
+        return fit_widths(cols, [[row[c.header] for c in cols] for row in rows], width, sep)
+
+    flags_below = False
+    widths = attempt(columns)
+    if widths is None and any(c.header == "flags" for c in columns):
+        flags_below = True
+        columns = [c for c in columns if c.header != "flags"]
+        widths = attempt(columns)
+    for dropped in _DROP_ORDER:
+        if widths is not None:
+            break
+        columns = [c for c in columns if c.header not in dropped]
+        widths = attempt(columns)
+    if widths is None:  # very narrow: let the op name shrink further
+        columns[0] = Column("op", wrap="name", min_width=8)
+        widths = attempt(columns)
+    if widths is None:
+        widths = [len(c.header) for c in columns]
+    lines: list[str] = []
+    for index, row in enumerate(rows):
+        cells = [[row[c.header] for c in columns]]
+        body = table(columns, cells, widths, style)
+        lines.extend(body if index == 0 else body[2:])
+        if flags_below and row["flags"]:
+            for line in para("flags: " + " ".join(row["flags"]), width, indent=2, hang=7):
+                lines.append(style(line, "red"))
+    if not rows:
+        lines = table(columns, [], widths, style)
+    hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
+    hidden = [h for h in hidden if h != "flags" or not flags_below]
+    hidden = [h for h in hidden if any(row.get(h) for row in rows)]
+    if hidden:
+        note = (
+            f"(not shown at {width} columns: {', '.join(hidden)}; widen the terminal, set "
+            "COLUMNS, or use --format md|html|json)"
+        )
+        lines.extend(style(line, "dim") for line in para(note, width, hang=1))
+    return lines
+
+
+def render(
+    report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
+) -> str:
+    """The report as terminal text; no line is wider than ``width`` columns."""
+    from profan.report.model import peak_flops, peak_hbm_bw
+
     style = Style(colour)
     s = report.summary
     d = report.device
     chip = report.chip
+    devices = max(int(s.get("device_count") or d.get("count") or 1), 1)
     out: list[str] = []
-    title = f"profan report: {report.trace.get('path', '')}"
-    out.append(style(title, "bold"))
-    device_text = f"{d.get('count')} × {d.get('type') or d.get('kind')}"
-    out.append(f"device   {device_text}  ({d.get('kind')}, {len(d.get('hosts') or [])} host(s))")
-    from profan.report.model import peak_flops, peak_hbm_bw
 
-    out.append(
-        f"chip     {chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, "
-        f"HBM {si(peak_hbm_bw(chip), 'B/s')}  [source: {chip.get('source')}]"
+    def field(label: str, text: str) -> None:
+        """``label`` in a 9-column gutter, ``text`` wrapped beside it."""
+        wrapped = para(text, width - 9, indent=0, hang=2)
+        out.append(f"{style(label.ljust(8), 'bold')} {wrapped[0]}")
+        out.extend(" " * 9 + line for line in wrapped[1:])
+
+    title = f"profan report: {report.trace.get('path', '')}"
+    out.extend(style(line, "bold") for line in para(title, width, hang=2))
+    field(
+        "device",
+        f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, "
+        f"{len(d.get('hosts') or [])} host(s))",
+    )
+    field(
+        "chip",
+        f"{chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, HBM "
+        f"{si(peak_hbm_bw(chip), 'B/s')} per device  [source: {chip.get('source')}]",
     )
     for module, axes in (s.get("mesh") or {}).items():
         if axes:
             mesh_text = " × ".join(f"{name}={size}" for name, size in axes.items())
-            out.append(f"mesh     {module}: {mesh_text}")
+            field("mesh", f"{module}: {mesh_text}")
     if s.get("step_count"):
-        out.append(
-            f"steps    {s['step_count']}   step time median {seconds(s.get('step_time_median_s'))}"
-            f"  (min {seconds(s.get('step_time_min_s'))}, p90 {seconds(s.get('step_time_p90_s'))},"
-            f" max {seconds(s.get('step_time_max_s'))})"
+        field(
+            "steps",
+            f"{s['step_count']}   step time median {seconds(s.get('step_time_median_s'))} "
+            f"(min {seconds(s.get('step_time_min_s'))}, p90 {seconds(s.get('step_time_p90_s'))},"
+            f" max {seconds(s.get('step_time_max_s'))})",
         )
     else:
-        out.append("steps    none marked in the trace")
+        field("steps", "none marked in the trace")
     mfu = s.get("mfu")
     step_ideal, step_measured = s.get("score_step_ideal_s"), s.get("score_step_measured_s")
     if step_ideal and step_measured:
         # The step is the honest comparison: async waits make a per-op sum of ideals misleading.
-        out.append(
-            f"MFU      {percent(mfu)}   ideal step {seconds(step_ideal)} vs measured "
-            f"{seconds(step_measured)} (mean), efficiency {percent(step_ideal / step_measured)}"
+        field(
+            "MFU",
+            f"{percent(mfu)}; ideal step {seconds(step_ideal)} vs measured "
+            f"{seconds(step_measured)} (mean): "
+            f"{percent(step_ideal / step_measured)} of the roofline",
         )
     else:
-        op_time_per_device = s.get("total_op_time_s", 0) / max(s.get("device_count", 1), 1)
-        out.append(
-            f"MFU      {percent(mfu)}   ideal (roofline) {seconds(s.get('ideal_time_s'))} "
-            f"per device vs measured op time {seconds(op_time_per_device)}"
+        op_time_per_device = s.get("total_op_time_s", 0) / devices
+        field(
+            "MFU",
+            f"{percent(mfu)}; ideal (roofline) {seconds(s.get('ideal_time_s'))} vs measured op "
+            f"time {seconds(op_time_per_device)}, per device",
         )
     exposed_colour = "yellow" if (s.get("exposed_comm_share") or 0) > 0.1 else "green"
-    out.append(
-        f"comm     collectives {seconds(s.get('collective_time_s'))}, exposed (not overlapped with "
-        f"compute) {style(seconds(s.get('exposed_comm_s')), exposed_colour)}"
-        f" = {percent(s.get('exposed_comm_share'))} of the busy span"
+    exposed = seconds(s.get("exposed_comm_s"))
+    field(
+        "comm",
+        f"collectives {seconds(s.get('collective_time_s'))} per device, of which "
+        f"{exposed} exposed (not overlapped with compute) = "
+        f"{percent(s.get('exposed_comm_share'))} of the busy span",
     )
-    out.append(
-        f"idle     {seconds(s.get('idle_s'))} inside the busy span per device; between steps "
+    if colour and exposed in out[-1]:
+        out[-1] = out[-1].replace(exposed, style(exposed, exposed_colour), 1)
+    field(
+        "idle",
+        f"{seconds(s.get('idle_s'))} per device inside the busy span; between steps "
         f"{seconds(s.get('inter_step_gap_total_s'))} "
-        f"(longest {seconds(s.get('inter_step_gap_max_s'))})"
+        f"(longest {seconds(s.get('inter_step_gap_max_s'))})",
     )
     out.append("")
-    total = sum(s.get("time_by_category_s", {}).values()) or 1.0
-    category_text = ", ".join(
-        f"{k} {seconds(v)} ({v / total:.0%})" for k, v in s.get("time_by_category_s", {}).items()
-    )
-    out.append(f"{style('time by category', 'bold')}  {category_text}")
+    categories = s.get("time_by_category_s", {})
+    total = sum(categories.values()) or 1.0
+    category_text = ", ".join(f"{k} {seconds(v)} ({v / total:.0%})" for k, v in categories.items())
+    for i, line in enumerate(para("per device: " + category_text, width - 18, hang=0)):
+        label = "time by category" if i == 0 else ""
+        out.append(f"{style(label.ljust(16), 'bold')}  {line}")
     bounds = s.get("time_by_bound_s", {})
     total_b = sum(bounds.values()) or 1.0
     bound_text = ", ".join(f"{k} {seconds(v)} ({v / total_b:.0%})" for k, v in bounds.items() if v)
-    out.append(f"{style('time by bound', 'bold')}     {bound_text}")
+    for i, line in enumerate(para("per device: " + bound_text, width - 18, hang=0)):
+        label = "time by bound" if i == 0 else ""
+        out.append(f"{style(label.ljust(16), 'bold')}  {line}")
     out.append("")
 
-    out.append(
-        style(f"Top {min(top, len(report.ops))} ops of {len(report.ops)} by total time", "bold")
-    )
-    name_width = max(24, min(48, width - 100))
-    rows = []
-    op_total = sum(op.measured_s for op in report.ops) or 1.0
-    for op in report.ops[:top]:
-        sharding = sharding_lines(op)
-        flags = style(",".join(op.flags), "red") if op.flags else ""
-        rows.append(
-            [
-                wrap_name(op.name, name_width),
-                op.category,
-                str(op.occurrences),
-                seconds(op.measured_s),
-                f"{op.measured_s / op_total:.0%}",
-                seconds(op.roofline_s),
-                op.bound_by,
-                efficiency_text(op.efficiency, style),
-                si(op.flops),
-                si(op.hbm_bytes + op.ici_bytes, "B"),
-                sharding,
-                wrap_name(short_path(op.source), 36) if op.source else "",
-                flags,
-            ]
-        )
+    shown = min(top, len(report.ops))
     out.extend(
-        table(
-            [
-                "op",
-                "category",
-                "n",
-                "measured",
-                "%",
-                "ideal",
-                "bound",
-                "eff",
-                "FLOPs",
-                "bytes",
-                "sharding",
-                "source",
-                "flags",
-            ],
-            rows,
-            right={2, 3, 4, 5, 7, 8, 9},
-            style=style,
+        style(line, "bold")
+        for line in para(f"Top {shown} ops of {len(report.ops)} by total time", width)
+    )
+    out.extend(
+        style(line, "dim")
+        for line in para(
+            f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
+            "n executions (n counts every device); % of all op time",
+            width,
+            hang=2,
         )
     )
+    out.extend(op_table(report, top, width, style))
     out.append("")
     if report.findings:
         out.append(style(f"Suspicious ({len(report.findings)} findings)", "bold"))
-        # one block per op (heaviest first); "look at" advice once per rule
-        groups: dict[str | None, list] = {}
-        for f in report.findings:
-            groups.setdefault(f.op or f"profile:{f.rule}:{f.message}", []).append(f)
-        advised: set[str] = set()
-        for shown_groups, findings in enumerate(groups.values()):
-            if shown_groups >= top:
-                out.append(f"  … and {len(groups) - top} more ops (see --format json)")
-                break
-            first = findings[0]
-            if first.name:
+        # profile-wide findings first, then one block per op (heaviest first); "look at" advice
+        # once per rule
+        groups = grouped_findings(report.findings)
+        advised: set[tuple[str, str]] = set()
+        shown_ops = 0
+        for key, findings in groups:
+            if key is not None:
+                if shown_ops >= top:
+                    rest = sum(1 for k, _ in groups if k is not None) - top
+                    out.append(f"  … and {rest} more ops (see --format json)")
+                    break
+                shown_ops += 1
+                first = findings[0]
+                head = first.name or key
                 source = f"  [{short_path(first.source)}]" if first.source else ""
-                out.append(f"  {style(first.name, 'bold')}{source}")
+                out.extend(style(line, "bold") for line in para(f"{head}{source}", width, 2, 4))
+            else:
+                out.append(style("  profile (whole trace, no single op):", "bold"))
             for f in findings:
-                out.append(f"    {style(f.rule, 'red')}: {f.message}")
-                if f.rule not in advised:
-                    advised.add(f.rule)
-                    out.append(f"      {style('look at:', 'dim')} {f.look_at}")
+                body = para(f"{f.rule}: {f.message}", width, indent=4, hang=4)
+                out.append(body[0].replace(f.rule, style(f.rule, "red"), 1))
+                out.extend(body[1:])
+                if (f.rule, f.look_at) not in advised:
+                    advised.add((f.rule, f.look_at))
+                    advice = para(f"look at: {f.look_at}", width, indent=6, hang=9)
+                    out.append(advice[0].replace("look at:", style("look at:", "dim"), 1))
+                    out.extend(advice[1:])
     else:
         out.append(style("Suspicious: none of the rules fired", "green"))
-        out.append("  rules: " + ", ".join(RULES))
+        out.extend(para("rules: " + ", ".join(RULES), width, indent=2, hang=4))
     out.append("")
     unmatched = report.unmatched
     if unmatched:
         count = sum(u["count"] for u in unmatched)
-        out.append(
-            f"Unmatched: {count} op events ({seconds(s.get('unmatched_op_time_s'))}) could not be "
-            "joined to HLO:"
+        out.extend(
+            para(
+                f"Unmatched: {count} op events ({seconds(s.get('unmatched_op_time_s'))}, all "
+                "devices) could not be joined to HLO:",
+                width,
+            )
         )
         for u in unmatched:
             examples = ", ".join(u.get("examples", [])[:3])
-            out.append(
-                f"  {u['count']:>8}  {u['reason']}" + (f"  (e.g. {examples})" if examples else "")
-            )
+            text = f"{u['count']:>8}  {u['reason']}" + (f"  (e.g. {examples})" if examples else "")
+            out.extend(para(text, width, indent=2, hang=12))
     else:
         out.append("Unmatched: 0 op events (every event was joined to its HLO instruction)")
     return "\n".join(out) + "\n"
@@ -255,4 +478,5 @@ def render(report: Report, *, top: int = 20, colour: bool = False, width: int = 
 
 def write(report: Report, stream: IO[str] | None = None, *, top: int = 20) -> None:
     stream = stream or sys.stdout
-    stream.write(render(report, top=top, colour=use_colour(stream)))
+    text = render(report, top=top, colour=use_colour(stream), width=terminal_width(stream))
+    stream.write(text)
