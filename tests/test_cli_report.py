@@ -181,3 +181,17 @@ def test_report_tpu_trace(env: dict[str, str], corpus_dir: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "4 × TPU v6" in done.stdout
     assert "source: trace" in done.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_report_fits_columns(env: dict[str, str], columns: int) -> None:
+    """``COLUMNS`` sets the width when piped: no line wider, the key columns all there."""
+    done = profan({**env, "COLUMNS": str(columns)}, "report", str(REPO / "fixtures/transformer"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    header = next(line for line in lines if line.startswith("op "))
+    for key in ("op", "category", "measured", "ideal", "bound", "eff"):
+        assert key in header.split(), header
+    wide = profan({**env, "COLUMNS": "250"}, "report", str(REPO / "fixtures/transformer"))
+    assert max(len(line) for line in wide.stdout.splitlines()) > columns

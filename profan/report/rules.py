@@ -274,7 +274,7 @@ def far_from_roofline(report: Report, ops: list[_OpContext], config: RuleConfig)
                 c,
                 "far-from-roofline",
                 f"{e.efficiency:.1%} of its {e.bound_by} roofline: measured {_fmt_s(e.measured_s)}"
-                f" vs ideal {_fmt_s(e.roofline_s)}",
+                f" vs ideal {_fmt_s(e.roofline_s)} (all devices)",
                 look,
                 e.measured_s - e.roofline_s,
             )
@@ -295,8 +295,8 @@ def exposed_collective(report: Report, ops: list[_OpContext], config: RuleConfig
                 _finding(
                     c,
                     "exposed-collective",
-                    f"{fraction:.0%} of its time ({_fmt_s(e.exposed_s)}) is not hidden behind "
-                    "compute",
+                    f"{fraction:.0%} of its time ({_fmt_s(e.exposed_s)}, all devices) is not "
+                    "hidden behind compute",
                     "async collectives / scheduling: start it earlier or split it so compute can "
                     "overlap (e.g. collective matmul, latency-hiding scheduler flags)",
                     e.exposed_s,
@@ -328,7 +328,8 @@ def latency_bound_collectives(
                     c,
                     "latency-bound-collectives",
                     f"one of {len(group)} small collectives in {module} "
-                    f"(< {config.latency_bytes_below / 1e3:.0f} kB each, {_fmt_s(total)} together)"
+                    f"(< {config.latency_bytes_below / 1e3:.0f} kB each, {_fmt_s(total)} together "
+                    "over all devices)"
                     ": each pays the per-hop latency",
                     "combine them into one (XLA's all-reduce/all-gather combiner thresholds, or "
                     "concatenate the tensors before the collective)",
@@ -455,7 +456,8 @@ def host_transfer(report: Report, ops: list[_OpContext], config: RuleConfig) -> 
                 _finding(
                     c,
                     "host-transfer",
-                    f"host transfer with {_fmt_s(exposed)} not overlapped with device compute",
+                    f"host transfer with {_fmt_s(exposed)} (all devices) not overlapped with "
+                    "device compute",
                     "prefetch the input (double-buffer infeed / device_put ahead) or keep the "
                     "data on the device",
                     exposed,

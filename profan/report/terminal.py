@@ -7,6 +7,7 @@ import re
 import shutil
 import sys
 import textwrap
+from dataclasses import asdict as _asdict
 from dataclasses import dataclass
 from typing import IO
 
@@ -53,7 +54,8 @@ def _visible_len(text: str) -> int:
 class Column:
     header: str
     right: bool = False  # numbers align right
-    wrap: str | None = None  # "name": split at . _ - /; "words": join pieces with spaces
+    # "name": split at . _ - /; "words": join pieces with spaces; "path": drop leading dirs
+    wrap: str | None = None
     cap: int = 0  # widest a wrapping column grows to when there is room
     min_width: int = 0  # narrowest a wrapping column shrinks to
 
@@ -63,6 +65,8 @@ def wrap_pieces(pieces: list[str], width: int, mode: str) -> list[str]:
     shape, ``× shape``) joined greedily with spaces and split themselves only when too long."""
     if mode == "name":
         return [line for piece in pieces for line in wrap_name(piece, width)]
+    if mode == "path":
+        return [line for piece in pieces for line in shorten_path(piece, width)]
     lines: list[str] = []
     current = ""
     for piece in pieces:
@@ -76,6 +80,19 @@ def wrap_pieces(pieces: list[str], width: int, mode: str) -> list[str]:
     if current:
         lines.append(current)
     return lines or [""]
+
+
+def shorten_path(path: str, width: int) -> list[str]:
+    """``…/dir/file.py:12``: the leading directories dropped until the rest fits (the file and
+    line matter most); a file name longer than a line is split at its separators."""
+    if len(path) <= width:
+        return [path]
+    parts = path.split("/")
+    for k in range(1, len(parts)):
+        candidate = "…/" + "/".join(parts[k:])
+        if len(candidate) <= width:
+            return [candidate]
+    return wrap_name("…/" + parts[-1], width)
 
 
 def _words_fitting(piece: str, width: int) -> list[str]:
@@ -98,23 +115,24 @@ def _natural_width(column: Column, cell: list[str]) -> int:
 def fit_widths(
     columns: list[Column], rows: list[list[list[str]]], width: int, sep: int
 ) -> list[int] | None:
-    """Column widths whose sum fits ``width``, shrinking wrapping columns (last ones first) down
-    to their minimum; None when even that does not fit."""
+    """Column widths whose sum fits ``width``, shrinking the wrapping columns (the widest first)
+    down to their minimum; None when even that does not fit."""
     widths = [
         max([len(c.header)] + [_natural_width(c, row[i]) for row in rows])
         for i, c in enumerate(columns)
     ]
     excess = sum(widths) + sep * (len(columns) - 1) - width
-    for i in reversed(range(len(columns))):
-        if excess <= 0:
+    floors = [
+        max(c.min_width, len(c.header)) if c.wrap else widths[i] for i, c in enumerate(columns)
+    ]
+    # one column at a time from whichever wrapping column is widest: they wrap evenly
+    while excess > 0:
+        room = [(widths[i] - floors[i], -i) for i in range(len(columns)) if widths[i] > floors[i]]
+        if not room:
             break
-        column = columns[i]
-        if column.wrap is None:
-            continue
-        floor = max(column.min_width, len(column.header))
-        cut = min(excess, max(widths[i] - floor, 0))
-        widths[i] -= cut
-        excess -= cut
+        i = -max(room)[1]
+        widths[i] -= 1
+        excess -= 1
     return widths if excess <= 0 else None
 
 
@@ -240,7 +258,7 @@ def _op_columns() -> list[Column]:
         Column("FLOPs", right=True),
         Column("bytes", right=True),
         Column("sharding", wrap="words", cap=44, min_width=16),
-        Column("source", wrap="name", cap=40, min_width=16),
+        Column("source", wrap="path", cap=40, min_width=16),
         Column("flags", wrap="words", cap=40, min_width=20),
     ]
 
@@ -276,7 +294,12 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
         columns = [c for c in columns if c.header != "flags"]
 
     def attempt(cols: list[Column]) -> list[int] | None:
-        return fit_widths(cols, [[row[c.header] for c in cols] for row in rows], width, sep)
+        # the op name keeps up to 24 columns while the others can still shrink
+        cells = [[row[c.header] for c in cols] for row in rows]
+        roomy = [Column(**{**_asdict(c), "min_width": max(c.min_width, 24)}) for c in cols[:1]]
+        return fit_widths(roomy + cols[1:], cells, width, sep) or fit_widths(
+            cols, cells, width, sep
+        )
 
     flags_below = False
     widths = attempt(columns)
@@ -389,8 +412,8 @@ def render(
         out[-1] = out[-1].replace(exposed, style(exposed, exposed_colour), 1)
     field(
         "idle",
-        f"{seconds(s.get('idle_s'))} per device inside the busy span; between steps "
-        f"{seconds(s.get('inter_step_gap_total_s'))} "
+        f"{seconds(s.get('idle_s'))} per device between its first and last op; gaps between "
+        f"steps {seconds(s.get('inter_step_gap_total_s'))} in total "
         f"(longest {seconds(s.get('inter_step_gap_max_s'))})",
     )
     out.append("")
