@@ -147,6 +147,18 @@ def test_diff_names_the_new_all_gather(env: dict[str, str], mlp_baseline: Path) 
     assert done.returncode == 0, done.stderr
     assert "step time (median)" in done.stdout
     assert "new in B: all-gather" in done.stdout
+    # categories sit under their own heading, not under the findings count
+    lines = done.stdout.splitlines()
+    heading = lines.index(next(line for line in lines if line.startswith("time by category")))
+    assert lines[heading - 1].startswith("suspicious findings")
+    assert lines[heading + 1].startswith("  ")
+    # at 100 columns an op's matching key moves to its own line
+    narrow = profan(
+        {**env, "COLUMNS": "100"}, "diff", str(mlp_baseline), str(REPO / "fixtures/mlp_worse")
+    )
+    changes = [line for line in narrow.stdout.splitlines() if " -> " in line]
+    assert changes and all(len(line) <= 100 for line in changes)
+    assert any(line.startswith("      [jit_train_step|") for line in narrow.stdout.splitlines())
 
 
 def test_annotate_prints_hlo_with_times(env: dict[str, str]) -> None:
@@ -155,7 +167,7 @@ def test_annotate_prints_hlo_with_times(env: dict[str, str]) -> None:
     lines = done.stdout.splitlines()
     annotated = [line for line in lines if "// profan: measured" in line]
     assert any(line.lstrip().startswith(("%all-reduce", "all-reduce")) for line in annotated)
-    assert "// per source line: file:line  total time  flags" in done.stdout
+    assert "// per source line: file:line  total time (all devices)  flags" in done.stdout
     assert any("make_fixtures.py:" in line for line in lines if line.startswith("// "))
 
 

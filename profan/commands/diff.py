@@ -22,5 +22,10 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress()
     a = report_for(args.a, chip=args.chip, progress=progress)
     b = report_for(args.b, chip=args.chip, progress=progress)
-    sys.stdout.write(diff.render(a, b, top=args.top, label_a=args.a, label_b=args.b))
+    from profan.report.terminal import terminal_width
+
+    text = diff.render(
+        a, b, top=args.top, label_a=args.a, label_b=args.b, width=terminal_width(sys.stdout)
+    )
+    sys.stdout.write(text)
     return 0

@@ -52,7 +52,7 @@ def comment_for(op: OpEntry) -> str:
         "unknown": "no cost model",
     }.get(op.bound_by, f"{op.bound_by}-bound")
     parts = [
-        f"measured {seconds(op.measured_s)} in {op.occurrences} runs",
+        f"measured {seconds(op.measured_s)} over {op.occurrences} executions (all devices)",
         f"ideal {seconds(op.roofline_s)}",
         bound,
     ]
@@ -82,7 +82,7 @@ def source_summary(ops: list[OpEntry]) -> str:
         totals[source] += op.measured_s
         flags[source].update(op.flags)
     width = max((len(s) for s in totals), default=10)
-    lines = ["// per source line: file:line  total time  flags"]
+    lines = ["// per source line: file:line  total time (all devices)  flags"]
     for source, total in sorted(totals.items(), key=lambda kv: -kv[1]):
         lines.append(
             f"// {source:<{width}}  {seconds(total):>10}  {','.join(sorted(flags[source]))}"

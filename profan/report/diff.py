@@ -47,7 +47,17 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{b / a - 1:+.1%}"
 
 
-def render(a: Report, b: Report, *, top: int = 15, label_a: str = "A", label_b: str = "B") -> str:
+def render(
+    a: Report,
+    b: Report,
+    *,
+    top: int = 15,
+    label_a: str = "A",
+    label_b: str = "B",
+    width: int = 160,
+) -> str:
+    """The comparison as text; an op's matching key goes to its own line when the line would
+    be wider than ``width``."""
     sa, sb = a.summary, b.summary
     lines = [f"profan diff\n  A: {label_a}\n  B: {label_b}", ""]
     rows = [
@@ -60,12 +70,13 @@ def render(a: Report, b: Report, *, top: int = 15, label_a: str = "A", label_b: 
         ),
         ("MFU", percent(sa.get("mfu")), percent(sb.get("mfu")), ""),
         (
-            "exposed comm",
+            "exposed comm per device",
             seconds(sa.get("exposed_comm_s")),
             seconds(sb.get("exposed_comm_s")),
             _ratio(sa.get("exposed_comm_s"), sb.get("exposed_comm_s")),
         ),
-        ("suspicious", str(len(a.findings)), str(len(b.findings)), ""),
+        ("suspicious findings", str(len(a.findings)), str(len(b.findings)), ""),
+        ("time by category, per device:", "", "", ""),
     ]
     categories = dict.fromkeys(
         [*sa.get("time_by_category_s", {}), *sb.get("time_by_category_s", {})]
@@ -73,11 +84,22 @@ def render(a: Report, b: Report, *, top: int = 15, label_a: str = "A", label_b: 
     for category in categories:
         ta = sa.get("time_by_category_s", {}).get(category, 0.0)
         tb = sb.get("time_by_category_s", {}).get(category, 0.0)
-        rows.append((f"  {category}", seconds(ta), seconds(tb), _ratio(ta, tb)))
+        rows.append(
+            (
+                f"  {category}",
+                seconds(ta) if ta else "-",
+                seconds(tb) if tb else "-",
+                _ratio(ta, tb),
+            )
+        )
     width = max(len(r[0]) for r in rows)
     lines.append(f"{'':<{width}}  {'A':>12}  {'B':>12}  change")
     lines += [f"{r[0]:<{width}}  {r[1]:>12}  {r[2]:>12}  {r[3]}" for r in rows]
-    lines += ["", "Ops whose time changed most (matched by scope and kind across recompiles):"]
+    lines += [
+        "",
+        "Ops whose time changed most (total over all devices; matched by scope and kind across "
+        "recompiles):",
+    ]
     for change in op_changes(a, b)[:top]:
         if change.name_a is None:
             what = f"new in B: {change.name_b}"
@@ -87,9 +109,15 @@ def render(a: Report, b: Report, *, top: int = 15, label_a: str = "A", label_b: 
             what = f"{change.name_a} -> {change.name_b}"
         else:
             what = change.name_a
-        lines.append(
-            f"  {seconds(change.time_a_s):>10} -> {seconds(change.time_b_s):>10}  "
+        line = (
+            f"  {seconds(change.time_a_s) if change.name_a else '-':>10} -> "
+            f"{seconds(change.time_b_s) if change.name_b else '-':>10}  "
             f"({'+' if change.delta_s >= 0 else '-'}{seconds(abs(change.delta_s))})  {what}"
-            f"  [{change.key}]"
         )
+        key = f"[{change.key}]"
+        if len(line) + 2 + len(key) <= width:
+            lines.append(f"{line}  {key}")
+        else:
+            lines.append(line)
+            lines.append(" " * 6 + key)
     return "\n".join(lines) + "\n"
