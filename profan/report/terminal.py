@@ -389,9 +389,8 @@ def render(
         # The step is the honest comparison: async waits make a per-op sum of ideals misleading.
         field(
             "MFU",
-            f"{percent(mfu)}; ideal step {seconds(step_ideal)} vs measured "
-            f"{seconds(step_measured)} (mean): "
-            f"{percent(step_ideal / step_measured)} of the roofline",
+            f"{percent(mfu)}; the step runs at {percent(step_ideal / step_measured)} of its "
+            f"roofline (ideal {seconds(step_ideal)} vs measured {seconds(step_measured)}, mean)",
         )
     else:
         op_time_per_device = s.get("total_op_time_s", 0) / devices
