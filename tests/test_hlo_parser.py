@@ -508,3 +508,15 @@ def test_unnamed_shape_operand_kept_in_a_single_line_synthetic() -> None:
         instruction.operands[1].shape is not None and instruction.operands[1].shape.dtype == "f32"
     )
     assert parse_instruction(instruction.to_text()) == instruction
+
+
+def test_operands_printed_without_names_synthetic() -> None:
+    # HloPrintOptions with print_operand_names off (XLA's fingerprint form): shapes only.
+    instruction = parse_instruction(
+        "%c = (f32[], s32[]) call((f32[], s32[]), f32[2]{0}), to_apply=%f"
+    )
+    shapes = [o.shape for o in instruction.operands]
+    assert [o.name for o in instruction.operands] == ["", ""]
+    assert shapes[0] is not None and shapes[0].is_tuple and len(shapes[0].tuple_shapes) == 2
+    assert shapes[1] is not None and shapes[1].dims == (2,)
+    assert parse_instruction(instruction.to_text()) == instruction

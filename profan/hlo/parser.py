@@ -57,6 +57,8 @@ _COMPUTATION_ATTRIBUTES = frozenset(
 _LEAD = re.compile(r"(?:\s++|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+")
 _LEAD_CHARS = frozenset(" \t\r\n\f\v/")
 _COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
+# The start of an ATTR token: lead, ',', lead, the key, '=', lead.
+_ATTR_KEY = re.compile(rf"{_LEAD.pattern},{_LEAD.pattern}([A-Za-z_][\w.\-]*)[ \t]*={_LEAD.pattern}")
 _COMMENT_OR_STRING = re.compile(r'("(?:[^"\\]|\\.)*")|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*')
 # An INSTR_HEAD token (after its lead): [ROOT] name = shape opcode(
 _HEAD = re.compile(
@@ -105,6 +107,7 @@ _TERMINAL_NAMES = {
     "_TRAILER": "end of input",
     "INSTR_NAME": "an instruction (name = ...)",
     "INSTR_HEAD": "an instruction (name = ...)",
+    "INSTRUCTION": "an instruction (name = ...)",
     "ATTRS": "an attribute (, name=value)",
     "SIGNATURE": "a signature ((params) -> shape)",
     "OPERANDS": "operands",
@@ -148,11 +151,13 @@ class _ModelBuilder:
         self.operand_item: re.Pattern[str] | None = None  # the grammar's OPERAND terminal
         self.attr_item: re.Pattern[str] | None = None  # the grammar's ATTR terminal
         self.operand_list: re.Pattern[str] | None = None  # OPERANDS without its attributes
+        self.instr_head: re.Pattern[str] | None = None  # the grammar's INSTR_HEAD terminal
         self.reset()
 
     def reset(self) -> None:
         # Memo tables are per parse so a long-lived process does not grow without bound.
         self._operand_memo = {}
+        self._operand_list_memo: dict[str, tuple[Operand, ...]] = {}
         self._shapes = {}
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
@@ -204,25 +209,45 @@ class _ModelBuilder:
             self._operand_memo[token] = operand
         return operand
 
-    def _operand_list(self, token: Token) -> tuple[list[Operand], str]:
+    def _operand_list(
+        self, token: Token | str, anchor: Token | None = None
+    ) -> tuple[list[Operand], str]:
         """The operands of one OPERANDS token (``f32[2]{0} %a, %b), k=v``) and the text of
         the attributes that follow them."""
         assert self.operand_item is not None and self.operand_list is not None
         text = _value(token)
+        if anchor is None:
+            anchor = token  # type: ignore[assignment]
         end = self.operand_list.match(text).end()  # type: ignore[union-attr]
         operand_text = text[:end]
-        if "/" in operand_text:
-            operand_text = _COMMENT.sub(" ", operand_text)
-        operands = [
-            self._operand(match.group(0), token)
-            for match in self.operand_item.finditer(operand_text, 0, len(operand_text) - 1)
-        ]
-        return operands, text[end:]
+        # Operand lists repeat (`%param_0, %param_1)` in every fused computation): decode once.
+        known = self._operand_list_memo.get(operand_text)
+        if known is None:
+            items = _COMMENT.sub(" ", operand_text) if "/" in operand_text else operand_text
+            known = tuple(
+                self._operand(match.group(0), anchor)
+                for match in self.operand_item.finditer(items, 0, len(items) - 1)
+            )
+            self._operand_list_memo[operand_text] = known
+        return list(known), text[end:]
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
         first = children[0]
-        if first.type == "INSTR_HEAD":
+        if first.type == "INSTRUCTION":
+            # the whole line: split off `[ROOT] %name = shape opcode(` as INSTR_HEAD would
+            text = _value(first)
+            head_end = self.instr_head.match(text).end()  # type: ignore[union-attr]
+            head = _HEAD.fullmatch(_bare(text[:head_end]))
+            if head is None:
+                raise _error_at(first, "cannot split the instruction head")
+            root_word, name, shape_text, opcode = head.groups()
+            is_root = root_word is not None
+            shape = self._shape(shape_text, first)
+            instruction = self._make(
+                name.lstrip("%"), shape, opcode, first, [], operands_text=text[head_end:]
+            )
+        elif first.type == "INSTR_HEAD":
             # `[ROOT] %name = shape opcode(` in one token
             head = _HEAD.fullmatch(_bare(first))
             if head is None:  # the grammar's token and _HEAD disagree: a bug, reported as such
@@ -270,10 +295,20 @@ class _ModelBuilder:
         return self._make(name, shape, opcode, opcode_token, children[1:])
 
     def _make(
-        self, name: str, shape: Shape, opcode: str, opcode_token: Token, children: list
+        self,
+        name: str,
+        shape: Shape,
+        opcode: str,
+        opcode_token: Token,
+        children: list,
+        operands_text: str | None = None,
     ) -> Instruction:
         operands: list[Operand] = []
         attributes: dict[str, str] = {}
+        if operands_text is not None:  # the OPERANDS part of an INSTRUCTION token
+            operands, attribute_text = self._operand_list(operands_text, opcode_token)
+            if attribute_text:
+                self._attributes(name, opcode_token, attribute_text, attributes)
         literal = None
         elided = False
         elided_count = None
@@ -329,8 +364,14 @@ class _ModelBuilder:
     def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
         """Add the ``, key=value`` attributes in ``text`` (one or more ATTR matches)."""
         assert self.attr_item is not None
+        key_at = _ATTR_KEY.match
         for match in self.attr_item.finditer(text):
-            key, value = _split_attr(match.group(0))
+            # `, key = value`: the key and where the value starts, in one match
+            found = key_at(text, match.start())
+            key = found.group(1)  # type: ignore[union-attr]
+            value = text[found.end() : match.end()].rstrip()  # type: ignore[union-attr]
+            if "/*" in value or "//" in value:
+                value = _strip_comments(value)
             if key in attributes:
                 raise _error_at(token, f"attribute {key!r} given twice")
             if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
@@ -661,6 +702,7 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     module_parser = Lark(grammar, start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
+    builder.instr_head = re.compile(module_parser.get_terminal("INSTR_HEAD").pattern.to_regexp())
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
     lead = _LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
