@@ -151,7 +151,8 @@ class _ModelBuilder:
         self.operand_item: re.Pattern[str] | None = None  # the grammar's OPERAND terminal
         self.attr_item: re.Pattern[str] | None = None  # the grammar's ATTR terminal
         self.operand_list: re.Pattern[str] | None = None  # OPERANDS without its attributes
-        self.instr_head: re.Pattern[str] | None = None  # the grammar's INSTR_HEAD terminal
+        # the grammar's INSTR_HEAD terminal with groups: ROOT, name, shape, opcode
+        self.instr_head: re.Pattern[str] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -222,7 +223,16 @@ class _ModelBuilder:
         operand_text = text[:end]
         # Operand lists repeat (`%param_0, %param_1)` in every fused computation): decode once.
         known = self._operand_list_memo.get(operand_text)
-        if known is None:
+        if known is None and "[" not in operand_text and "/" not in operand_text:
+            # names alone (`%a, %b)`): a split is enough
+            body = operand_text[: operand_text.rindex(")")].strip()
+            known = (
+                tuple(Operand(item.strip().lstrip("%"), None) for item in body.split(","))
+                if body
+                else ()
+            )
+            self._operand_list_memo[operand_text] = known
+        elif known is None:
             items = _COMMENT.sub(" ", operand_text) if "/" in operand_text else operand_text
             known = tuple(
                 self._operand(match.group(0), anchor)
@@ -237,10 +247,10 @@ class _ModelBuilder:
         if first.type == "INSTRUCTION":
             # the whole line: split off `[ROOT] %name = shape opcode(` as INSTR_HEAD would
             text = _value(first)
-            head_end = self.instr_head.match(text).end()  # type: ignore[union-attr]
-            head = _HEAD.fullmatch(_bare(text[:head_end]))
-            if head is None:
+            head = self.instr_head.match(text)  # type: ignore[union-attr]
+            if head is None:  # the grammar's token and instr_head disagree: a bug
                 raise _error_at(first, "cannot split the instruction head")
+            head_end = head.end()
             root_word, name, shape_text, opcode = head.groups()
             is_root = root_word is not None
             shape = self._shape(shape_text, first)
@@ -702,7 +712,11 @@ def _parsers() -> tuple[Lark, Lark, _ModelBuilder]:
     module_parser = Lark(grammar, start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
-    builder.instr_head = re.compile(module_parser.get_terminal("INSTR_HEAD").pattern.to_regexp())
+    shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
+    builder.instr_head = re.compile(
+        rf"{_LEAD.pattern}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*({shape})"
+        r"\s+(?!constant[ \t]*\()([a-z][a-z0-9_\-]*)[ \t]*\("
+    )
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
     lead = _LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
