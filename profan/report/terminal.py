@@ -259,7 +259,7 @@ def _op_columns() -> list[Column]:
         Column("bytes", right=True),
         Column("sharding", wrap="words", cap=44, min_width=16),
         Column("source", wrap="path", cap=40, min_width=16),
-        Column("flags", wrap="words", cap=40, min_width=20),
+        Column("flags", wrap="words", cap=72, min_width=20),
     ]
 
 
