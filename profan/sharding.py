@@ -512,11 +512,28 @@ _UNKNOWN = DimSplit(1, (), False)
 
 
 @dataclass(frozen=True, slots=True)
+class Chunk:
+    """A value that is piece ``index`` of ``count`` equal, contiguous pieces along ``dim``.
+
+    Made by a slice that cuts a dim into equal parts, and by a tuple all-to-all (result ``j``
+    holds the piece that group member ``j`` sent). ``whole`` is the split of that dim in the
+    value the pieces make when concatenated back in order; the piece's own entry for ``dim``
+    stays unknown, so code that does not read ``chunk`` never takes a piece for the whole.
+    """
+
+    dim: int
+    index: int
+    count: int
+    whole: DimSplit
+
+
+@dataclass(frozen=True, slots=True)
 class ValueSplit:
     """The split of an array value (``dims`` parallel to its local dims), or a tuple of them.
 
     ``hidden`` holds split dims of local size 1 that a reshape removed (global size, axes);
-    ``partial`` the axes over which the value is still an unsummed partial result.
+    ``partial`` the axes over which the value is still an unsummed partial result;
+    ``chunk`` says when the value is one of several equal pieces of a larger one.
     """
 
     dims: tuple[DimSplit, ...] = ()
@@ -524,6 +541,7 @@ class ValueSplit:
     partial: tuple[str, ...] = ()
     elements: tuple[ValueSplit, ...] | None = None
     origin: str | None = None  # the entry parameter it comes from, when it is one unchanged
+    chunk: Chunk | None = None
 
     @property
     def known(self) -> bool:
@@ -844,6 +862,10 @@ class _Propagator:
             return ValueSplit(
                 dims=chosen.dims, hidden=chosen.hidden, partial=chosen.partial, origin=origin
             )
+        if opcode == "concatenate":
+            joined = self._join_chunks(instruction, operands)
+            if joined is not None:
+                return joined
         if (
             opcode in ("slice", "dynamic-slice", "pad", "concatenate", "reverse")
             and len(first.dims) == rank
@@ -853,8 +875,63 @@ class _Propagator:
                 d if source is not None and source.dims[i] == shape.dims[i] else _UNKNOWN
                 for i, d in enumerate(first.dims)
             )
-            return ValueSplit(dims=dims, hidden=first.hidden)
+            chunk = None
+            if opcode == "slice" and source is not None:
+                chunk = _slice_chunk(instruction, first, source.dims, shape.dims)
+            return ValueSplit(dims=dims, hidden=first.hidden, chunk=chunk)
         return _unknown(shape)
+
+    def _join_chunks(
+        self, instruction: Instruction, operands: list[ValueSplit]
+    ) -> ValueSplit | None:
+        """A concatenate of all the pieces of one value, in order, gives back the whole.
+
+        Along the pieces' own dim, that dim is whole again. Along another dim of local size 1,
+        the new dim counts the pieces (the major part of the pieces' dim); the split that
+        size-1 dim had moves onto the dim just minor to it (merging the two adjacent dims of
+        the global array), or into ``hidden`` when there is none to take it.
+        """
+        along = _int_list(instruction.attributes.get("dimensions"))
+        piece_shape = self._operand_shape(instruction, 0) if instruction.operands else None
+        rank = len(instruction.shape.dims)
+        if len(operands) < 2 or len(along) != 1 or piece_shape is None:
+            return None
+        chunks = [op.chunk for op in operands]
+        first = chunks[0]
+        if first is None or any(
+            c is None
+            or op.elements is not None
+            or len(op.dims) != rank
+            or op.hidden != operands[0].hidden
+            or (c.dim, c.index, c.count, c.whole) != (first.dim, i, len(operands), first.whole)
+            for i, (c, op) in enumerate(zip(chunks, operands, strict=True))
+        ):
+            return None
+        c = along[0]
+        if c >= rank or len(piece_shape.dims) != rank:
+            return None
+        dims = [
+            operands[0].dims[i]
+            if all(op.dims[i] == operands[0].dims[i] for op in operands)
+            else _UNKNOWN
+            for i in range(rank)
+        ]
+        hidden = operands[0].hidden
+        if c != first.dim:
+            if piece_shape.dims[c] != 1 or not dims[c].known:
+                return None
+            dropped = dims[c]
+            dims[c] = _UNSPLIT_KNOWN
+            if dropped.factor > 1:
+                minor = c + 1
+                if minor < rank and minor != first.dim and dims[minor].known:
+                    dims[minor] = DimSplit(
+                        dropped.factor * dims[minor].factor, dropped.axes + dims[minor].axes, True
+                    )
+                else:
+                    hidden = (*hidden, (dropped.factor, dropped.axes))
+        dims[first.dim] = first.whole
+        return ValueSplit(dims=tuple(dims), hidden=hidden, partial=operands[0].partial)
 
     def _run_named(self, name: str, params: list[ValueSplit]) -> None:
         try:
@@ -888,6 +965,10 @@ class _Propagator:
         axes = tuple(self.axes_by_collective.get(instruction.name) or ())
         size = self.mesh.size_of(axes) if axes else 0
         shape = instruction.shape
+        if kind == "all-to-all" and len(operands) > 1 and size == len(operands):
+            exchanged = _tuple_all_to_all(operands, axes, size)
+            if exchanged is not None:
+                return exchanged
         if len(operands) > 1 or shape.is_tuple:
             # Variadic collective: each operand independently.
             elements = tuple(
@@ -918,10 +999,15 @@ class _Propagator:
         elif kind == "reduce-scatter" and gathered and gathered[0] < len(dims):
             d = dims[gathered[0]]
             dims[gathered[0]] = DimSplit(d.factor * max(size, 1), d.axes + axes, True)
+        elif (
+            kind == "all-to-all"
+            and (moved := _array_all_to_all(value, gathered, axes, size)) is not None
+        ):
+            dims = moved
         elif kind == "all-to-all":
-            # Pieces from every device of the group are exchanged: a split along the group's
-            # axes no longer says which part of the global array a dim holds (the reshapes
-            # around it decide), so those dims become unknown rather than wrong.
+            # Pieces from every device of the group are exchanged: without a dim that the
+            # group's axes split (or with unknown splits) nothing says which part of the
+            # global array a dim now holds, so those dims become unknown rather than wrong.
             touched = set(gathered)
             dims = [
                 _UNKNOWN if (set(d.axes) & set(axes) or i in touched) else d
@@ -1047,6 +1133,132 @@ class _Propagator:
         )
         self.matmuls.append(record)
         return ValueSplit(dims=tuple(out_dims))
+
+
+_SLICE_RANGE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+
+
+def _slice_chunk(
+    instruction: Instruction, value: ValueSplit, source: tuple[int, ...], target: tuple[int, ...]
+) -> Chunk | None:
+    """A slice that cuts one dim into equal contiguous parts names the part it keeps."""
+    if len(source) != len(target) or len(value.dims) != len(source):
+        return None
+    cut = [i for i, (a, b) in enumerate(zip(source, target, strict=True)) if a != b]
+    ranges = _SLICE_RANGE.findall(instruction.attributes.get("slice", ""))
+    if len(cut) != 1 or len(ranges) != len(source):
+        return None
+    dim = cut[0]
+    start, end, stride = (int(t) if t else 1 for t in ranges[dim])
+    length = end - start
+    if stride != 1 or length <= 0 or source[dim] % length or start % length:
+        return None
+    return Chunk(dim, start // length, source[dim] // length, value.dims[dim])
+
+
+def _group_dim(
+    dims: list[DimSplit] | tuple[DimSplit, ...], axes: tuple[str, ...], size: int
+) -> int | None:
+    """The one dim split along all of a collective's axes (``None`` when none or several)."""
+    found = [
+        i
+        for i, d in enumerate(dims)
+        if d.known and set(axes) <= set(d.axes) and d.factor % size == 0
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _without(split: DimSplit, axes: tuple[str, ...], size: int) -> DimSplit:
+    """A dim's split once the devices along ``axes`` no longer divide it."""
+    return DimSplit(split.factor // size, tuple(a for a in split.axes if a not in axes), True)
+
+
+def _array_all_to_all(
+    value: ValueSplit, dimensions: list[int], axes: tuple[str, ...], size: int
+) -> list[DimSplit] | None:
+    """Array all-to-all (``dimensions={k}``): dim k is cut into one block per group member,
+    block i goes to member i, and the blocks received are concatenated along k in member order.
+
+    So the split along the group's axes leaves the dim it was on (each device now holds the
+    blocks of every member, stacked in dim k) and lands on dim k (each device keeps only its own
+    block of every member's dim k). Local shapes stay the same; the sizes are exact, while dim k
+    then holds both the members' index and its own block. ``None`` when the evidence is missing.
+    """
+    if not axes or size <= 1 or len(dimensions) != 1 or value.elements is not None:
+        return None
+    k = dimensions[0]
+    if k >= len(value.dims) or not value.dims[k].known:
+        return None
+    dims = list(value.dims)
+    source = _group_dim(dims, axes, size)
+    if source is None:
+        return None
+    if source == k:
+        return dims  # blocks of an already split dim are swapped: it stays split as much
+    dims[source] = _without(dims[source], axes, size)
+    dims[k] = DimSplit(dims[k].factor * size, dims[k].axes + axes, True)
+    return dims
+
+
+def _tuple_all_to_all(
+    operands: list[ValueSplit], axes: tuple[str, ...], size: int
+) -> ValueSplit | None:
+    """Tuple all-to-all: operand i goes to group member i; result j is what member j sent.
+
+    When the operands are the equal pieces of one value along dim k (in order, one per
+    member), result j on a device is that device's piece k of member j's value: dim k becomes
+    split along the group's axes, and the dim that was split along them is now spread over the
+    results (result j is piece j of it), which a later concatenate puts back together.
+    ``None`` when the operands are not such pieces.
+    """
+    chunks = [op.chunk for op in operands]
+    if any(c is None for c in chunks) or any(op.elements is not None for op in operands):
+        return None
+    first = chunks[0]
+    assert first is not None
+    rank = len(operands[0].dims)
+    if not (
+        first.whole.known
+        and first.dim < rank
+        and all(
+            c is not None
+            and c.dim == first.dim
+            and c.count == size
+            and c.index == i
+            and c.whole == first.whole
+            for i, c in enumerate(chunks)
+        )
+        and all(len(op.dims) == rank and op.hidden == operands[0].hidden for op in operands)
+    ):
+        return None
+    dims = [
+        operands[0].dims[i]
+        if all(op.dims[i] == operands[0].dims[i] for op in operands)
+        else _UNKNOWN
+        for i in range(rank)
+    ]
+    others = [d if i != first.dim else _UNSPLIT_KNOWN for i, d in enumerate(dims)]
+    source = _group_dim(others, axes, size)
+    dims[first.dim] = DimSplit(first.whole.factor * size, first.whole.axes + axes, True)
+    partial = tuple(a for a in operands[0].partial if a not in axes)
+    if source is None:
+        if not all(d.known for d in others) or any(set(axes) & set(d.axes) for d in others):
+            return None  # the members' pieces may differ in ways nothing here records
+        piece = ValueSplit(dims=tuple(dims), hidden=operands[0].hidden, partial=partial)
+        return ValueSplit(elements=tuple(piece for _ in operands))
+    whole = _without(dims[source], axes, size)
+    dims[source] = _UNKNOWN
+    return ValueSplit(
+        elements=tuple(
+            ValueSplit(
+                dims=tuple(dims),
+                hidden=operands[0].hidden,
+                partial=partial,
+                chunk=Chunk(source, j, size, whole),
+            )
+            for j in range(size)
+        )
+    )
 
 
 def _dims_or_unknown(value: ValueSplit, rank: int) -> list[DimSplit]:
