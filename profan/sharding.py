@@ -886,10 +886,11 @@ class _Propagator:
     ) -> ValueSplit | None:
         """A concatenate of all the pieces of one value, in order, gives back the whole.
 
-        Along the pieces' own dim, that dim is whole again. Along another dim of local size 1,
-        the new dim counts the pieces (the major part of the pieces' dim); the split that
-        size-1 dim had moves onto the dim just minor to it (merging the two adjacent dims of
-        the global array), or into ``hidden`` when there is none to take it.
+        Along the pieces' own dim, that dim is whole again. Along another dim, the joined dim
+        holds the piece index (the major part of the pieces' dim) times that dim's local part,
+        so the split that dim had no longer fits on it: for a dim of local size 1 it moves onto
+        the dim just minor to it (merging two adjacent dims of the global array), otherwise into
+        ``hidden`` (a global dim with no local extent), which keeps every size and FLOP count.
         """
         along = _int_list(instruction.attributes.get("dimensions"))
         piece_shape = self._operand_shape(instruction, 0) if instruction.operands else None
@@ -918,13 +919,18 @@ class _Propagator:
         ]
         hidden = operands[0].hidden
         if c != first.dim:
-            if piece_shape.dims[c] != 1 or not dims[c].known:
+            if not dims[c].known:
                 return None
             dropped = dims[c]
             dims[c] = _UNSPLIT_KNOWN
             if dropped.factor > 1:
                 minor = c + 1
-                if minor < rank and minor != first.dim and dims[minor].known:
+                if (
+                    piece_shape.dims[c] == 1
+                    and minor < rank
+                    and minor != first.dim
+                    and dims[minor].known
+                ):
                     dims[minor] = DimSplit(
                         dropped.factor * dims[minor].factor, dropped.axes + dims[minor].axes, True
                     )
@@ -1003,7 +1009,7 @@ class _Propagator:
             kind == "all-to-all"
             and (moved := _array_all_to_all(value, gathered, axes, size)) is not None
         ):
-            dims = moved
+            return moved
         elif kind == "all-to-all":
             # Pieces from every device of the group are exchanged: without a dim that the
             # group's axes split (or with unknown splits) nothing says which part of the
@@ -1175,14 +1181,17 @@ def _without(split: DimSplit, axes: tuple[str, ...], size: int) -> DimSplit:
 
 def _array_all_to_all(
     value: ValueSplit, dimensions: list[int], axes: tuple[str, ...], size: int
-) -> list[DimSplit] | None:
+) -> ValueSplit | None:
     """Array all-to-all (``dimensions={k}``): dim k is cut into one block per group member,
     block i goes to member i, and the blocks received are concatenated along k in member order.
 
     So the split along the group's axes leaves the dim it was on (each device now holds the
-    blocks of every member, stacked in dim k) and lands on dim k (each device keeps only its own
-    block of every member's dim k). Local shapes stay the same; the sizes are exact, while dim k
-    then holds both the members' index and its own block. ``None`` when the evidence is missing.
+    blocks of every member, stacked in dim k, so that dim is whole again) and lands on dim k:
+    each device keeps only its own block of every member's dim k. Dim k then holds the members'
+    index times that block, so the split of dim k's own data goes to ``hidden`` (a global dim
+    with no local extent), exactly as when a concatenate puts pieces back together; every size
+    and FLOP count is kept. ``None`` when the evidence (a known dim k, one dim the group's axes
+    split) is missing.
     """
     if not axes or size <= 1 or len(dimensions) != 1 or value.elements is not None:
         return None
@@ -1193,11 +1202,14 @@ def _array_all_to_all(
     source = _group_dim(dims, axes, size)
     if source is None:
         return None
+    partial = tuple(a for a in value.partial if a not in axes)
     if source == k:
-        return dims  # blocks of an already split dim are swapped: it stays split as much
+        # Blocks of a dim already split along the group are swapped: it stays split as much.
+        return ValueSplit(dims=tuple(dims), hidden=value.hidden, partial=partial)
+    moved = (dims[k].factor * size, dims[k].axes + axes)
     dims[source] = _without(dims[source], axes, size)
-    dims[k] = DimSplit(dims[k].factor * size, dims[k].axes + axes, True)
-    return dims
+    dims[k] = _UNSPLIT_KNOWN
+    return ValueSplit(dims=tuple(dims), hidden=(*value.hidden, moved), partial=partial)
 
 
 def _tuple_all_to_all(
