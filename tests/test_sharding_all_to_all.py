@@ -1,0 +1,218 @@
+"""All-to-all moves a split from one dim to another (issue 5: sharding through all-to-all).
+
+The two embedded modules were printed by XLA (jax/jaxlib 0.10.2, CPU, forced host devices) for
+the programs in their docstrings, with ``metadata=``/``backend_config=`` and the stack-frame
+tables removed to keep them short. XLA's CPU backend writes the array all-to-all of
+``jax.lax.all_to_all`` as a tuple all-to-all of equal slices, reassembled by a concatenate, so
+the array form (``dimensions={k}``, as TPU/GPU programs print it) is covered by a synthetic
+module. The truth is the global shapes of each JAX program, worked out by hand below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from profan.hlo.parser import parse_module
+from profan.sharding import MatmulSharding, describe
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+# mesh ('x',) of 4 devices; a: f32[16,32] split P('x', None); w: f32[16,8] replicated;
+# b = shard_map(lambda a: all_to_all(a, 'x', split_axis=1, concat_axis=0, tiled=True),
+#               in_specs=P('x', None), out_specs=P(None, 'x'))(a)   -> b: [16,32] split on dim 1
+# out = b.T @ w   -> global [32,16] x [16,8] -> [32,8], contracting 16, out split on dim 0.
+ROWS_TO_COLS = """HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[4,32]{1,0}, f32[16,8]{1,0})->f32[8,8]{1,0}}, allow_spmd_sharding_propagation_to_parameters={false,false}, allow_spmd_sharding_propagation_to_output={true}, num_partitions=4
+%fused_computation (param_0.4: f32[4,8], param_1: f32[4,8], param_2: f32[4,8], param_3: f32[4,8]) -> f32[16,8] {
+  %param_0.4 = f32[4,8]{1,0} parameter(0)
+  %param_1 = f32[4,8]{1,0} parameter(1)
+  %param_2 = f32[4,8]{1,0} parameter(2)
+  %param_3 = f32[4,8]{1,0} parameter(3)
+  %concatenate.1 = f32[4,32]{1,0} concatenate(%param_0.4, %param_1, %param_2, %param_3), dimensions={1}
+  %bitcast.3 = f32[4,4,8]{2,1,0} bitcast(%concatenate.1)
+  %all_to_all.17 = f32[4,4,8]{2,0,1} transpose(%bitcast.3), dimensions={1,0,2}
+  %copy.3 = f32[4,4,8]{2,1,0} copy(%all_to_all.17)
+  ROOT %bitcast.2 = f32[16,8]{1,0} bitcast(%copy.3)
+}
+%wrapped_slice_computation (param_0.5: f32[4,32]) -> f32[4,8] {
+  %param_0.5 = f32[4,32]{1,0} parameter(0)
+  ROOT %slice.4 = f32[4,8]{1,0} slice(%param_0.5), slice={[0:4], [0:8]}
+}
+%wrapped_slice_computation.1 (param_0.6: f32[4,32]) -> f32[4,8] {
+  %param_0.6 = f32[4,32]{1,0} parameter(0)
+  ROOT %slice.5 = f32[4,8]{1,0} slice(%param_0.6), slice={[0:4], [8:16]}
+}
+%wrapped_slice_computation.2 (param_0.7: f32[4,32]) -> f32[4,8] {
+  %param_0.7 = f32[4,32]{1,0} parameter(0)
+  ROOT %slice.6 = f32[4,8]{1,0} slice(%param_0.7), slice={[0:4], [16:24]}
+}
+%wrapped_slice_computation.3 (param_0.8: f32[4,32]) -> f32[4,8] {
+  %param_0.8 = f32[4,32]{1,0} parameter(0)
+  ROOT %slice.7 = f32[4,8]{1,0} slice(%param_0.8), slice={[0:4], [24:32]}
+}
+ENTRY %main.0_spmd (param.1: f32[4,32], param.2: f32[16,8]) -> f32[8,8] {
+  %param.1 = f32[4,32]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %param.2 = f32[16,8]{1,0} parameter(1), sharding={replicated}
+  %wrapped_slice.2 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.2
+  %wrapped_slice.3 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.3
+  %wrapped_slice = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation
+  %wrapped_slice.1 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.1
+  %all-to-all = (f32[4,8]{1,0}, f32[4,8]{1,0}, f32[4,8]{1,0}, f32[4,8]{1,0}) all-to-all(%wrapped_slice, %wrapped_slice.1, %wrapped_slice.2, %wrapped_slice.3), channel_id=1, replica_groups={{0,1,2,3}}
+  %get-tuple-element = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=0
+  %get-tuple-element.2 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=1
+  %get-tuple-element.4 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=2
+  %get-tuple-element.5 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=3
+  %copy_bitcast_fusion = f32[16,8]{1,0} fusion(%get-tuple-element, %get-tuple-element.2, %get-tuple-element.4, %get-tuple-element.5), kind=kLoop, calls=%fused_computation
+  ROOT %dot = f32[8,8]{1,0} dot(%copy_bitcast_fusion, %param.2), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+"""  # noqa: E501 (printed by XLA, kept as printed)
+
+# mesh ('x', 'y') = (2, 4); a: f32[64,32] split P('x', 'y'); w: f32[32,8] replicated;
+# b = shard_map(lambda a: all_to_all(a, 'y', split_axis=0, concat_axis=1, tiled=True),
+#               in_specs=P('x', 'y'), out_specs=P(('x', 'y'), None))(a) -> b: [64,32], dim 0
+#               split over both axes
+# out = b @ w   -> global [64,32] x [32,8] -> [64,8], contracting 32.
+COLS_TO_ROWS_2D = """HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[32,8]{1,0}, f32[32,8]{1,0})->f32[8,8]{1,0}}, allow_spmd_sharding_propagation_to_parameters={false,false}, allow_spmd_sharding_propagation_to_output={true}, num_partitions=8
+%fused_computation (param_0: f32[8,32], param_1: f32[32,8]) -> f32[8,8] {
+  %param_0 = f32[8,32]{1,0} parameter(0)
+  %param_1 = f32[32,8]{1,0} parameter(1)
+  ROOT %dot.1 = f32[8,8]{1,0} dot(%param_0, %param_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+%fused_computation.1 (param_0.5: f32[8,8], param_1.1: f32[8,8], param_2: f32[8,8], param_3: f32[8,8]) -> f32[8,32] {
+  %param_0.5 = f32[8,8]{1,0} parameter(0)
+  %param_1.1 = f32[8,8]{1,0} parameter(1)
+  %param_2 = f32[8,8]{1,0} parameter(2)
+  %param_3 = f32[8,8]{1,0} parameter(3)
+  %concatenate.1 = f32[32,8]{1,0} concatenate(%param_0.5, %param_1.1, %param_2, %param_3), dimensions={0}
+  %bitcast.3 = f32[4,8,8]{2,1,0} bitcast(%concatenate.1)
+  %all_to_all.17 = f32[8,4,8]{2,0,1} transpose(%bitcast.3), dimensions={1,0,2}
+  %copy.3 = f32[8,4,8]{2,1,0} copy(%all_to_all.17)
+  ROOT %bitcast.2 = f32[8,32]{1,0} bitcast(%copy.3)
+}
+%wrapped_slice_computation (param_0.6: f32[32,8]) -> f32[8,8] {
+  %param_0.6 = f32[32,8]{1,0} parameter(0)
+  ROOT %slice.4 = f32[8,8]{1,0} slice(%param_0.6), slice={[0:8], [0:8]}
+}
+%wrapped_slice_computation.1 (param_0.7: f32[32,8]) -> f32[8,8] {
+  %param_0.7 = f32[32,8]{1,0} parameter(0)
+  ROOT %slice.5 = f32[8,8]{1,0} slice(%param_0.7), slice={[8:16], [0:8]}
+}
+%wrapped_slice_computation.2 (param_0.8: f32[32,8]) -> f32[8,8] {
+  %param_0.8 = f32[32,8]{1,0} parameter(0)
+  ROOT %slice.6 = f32[8,8]{1,0} slice(%param_0.8), slice={[16:24], [0:8]}
+}
+%wrapped_slice_computation.3 (param_0.9: f32[32,8]) -> f32[8,8] {
+  %param_0.9 = f32[32,8]{1,0} parameter(0)
+  ROOT %slice.7 = f32[8,8]{1,0} slice(%param_0.9), slice={[24:32], [0:8]}
+}
+ENTRY %main.0_spmd (param.1: f32[32,8], param.2: f32[32,8]) -> f32[8,8] {
+  %param.1 = f32[32,8]{1,0} parameter(0), sharding={devices=[2,4]<=[8]}
+  %param.2 = f32[32,8]{1,0} parameter(1), sharding={replicated}
+  %wrapped_slice.2 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.2
+  %wrapped_slice.3 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.3
+  %wrapped_slice = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation
+  %wrapped_slice.1 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.1
+  %all-to-all = (f32[8,8]{1,0}, f32[8,8]{1,0}, f32[8,8]{1,0}, f32[8,8]{1,0}) all-to-all(%wrapped_slice, %wrapped_slice.1, %wrapped_slice.2, %wrapped_slice.3), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}
+  %get-tuple-element = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=0
+  %get-tuple-element.2 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=1
+  %get-tuple-element.4 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=2
+  %get-tuple-element.5 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=3
+  %copy_bitcast_fusion = f32[8,32]{1,0} fusion(%get-tuple-element, %get-tuple-element.2, %get-tuple-element.4, %get-tuple-element.5), kind=kLoop, calls=%fused_computation.1
+  ROOT %ynn_fusion = f32[8,8]{1,0} fusion(%copy_bitcast_fusion, %param.2), kind=kCustom, calls=%fused_computation
+}
+"""  # noqa: E501 (printed by XLA, kept as printed)
+
+
+def _only_matmul(text: str) -> MatmulSharding:
+    report = describe(parse_module(text, file="<embedded>"))
+    assert len(report.matmuls) == 1
+    return report.matmuls[0]
+
+
+def test_fsdp_dw1_gets_its_split_through_the_tuple_all_to_all() -> None:
+    """dw1 = x^T @ dy: x reaches the dot through a tuple all-to-all of eight [4,1,8] pieces."""
+    meta = json.loads((FIXTURES / "fsdp" / "meta.json").read_text())
+    path = next((FIXTURES / "fsdp" / "hlo").glob("*after_optimizations.txt"))
+    report = describe(parse_module(path.read_text(), file=str(path)))
+    truth = next(t for t in meta["truth"]["matmuls"] if t["name"] == "w1.grad_rhs")
+    ours = [m for m in report.matmuls if m.local_lhs == truth["lhs_local_shape"]]
+    assert len(ours) == 1
+    dot = ours[0]
+    assert dot.local_out == truth["out_local_shape"]
+    assert dot.global_lhs == truth["lhs_shape"]
+    assert dot.global_out == truth["out_shape"]
+    assert sorted(dot.lhs_split) == sorted(int(k) for k in truth["lhs_split"])
+    assert sorted(dot.out_split) == sorted(int(k) for k in truth["out_split"])
+    # The one mesh axis (whatever profan calls it) splits both.
+    assert len({a for axes in dot.lhs_split.values() for a in axes}) == 1
+
+
+def test_tuple_all_to_all_rows_to_cols_recovers_the_global_matmul() -> None:
+    dot = _only_matmul(ROWS_TO_COLS)
+    assert dot.local_lhs == [16, 8] and dot.local_out == [8, 8]
+    assert math.prod(dot.global_lhs) == 16 * 32
+    assert math.prod(dot.global_out) == 32 * 8
+    assert dot.global_flops == 2 * 32 * 8 * 16
+    assert dot.global_flops == dot.local_flops * 4  # 4 devices, no replicated work
+    assert {a for axes in dot.out_split.values() for a in axes} == {
+        a for axes in dot.lhs_split.values() for a in axes
+    }
+    assert dot.partial_sum_axes == []  # the contracted dim (16) is whole on every device
+
+
+def test_tuple_all_to_all_over_one_axis_of_two() -> None:
+    """The group is one mesh axis ('y'); the other ('x') keeps splitting the same dim."""
+    dot = _only_matmul(COLS_TO_ROWS_2D)
+    assert dot.local_lhs == [8, 32] and dot.local_out == [8, 8]
+    assert math.prod(dot.global_lhs) == 64 * 32
+    assert math.prod(dot.global_out) == 64 * 8
+    assert dot.global_flops == 2 * 64 * 8 * 32
+    out_axes = {a for axes in dot.out_split.values() for a in axes}
+    assert len(out_axes) == 2  # split over both mesh axes, 8 ways
+    assert dot.partial_sum_axes == []
+
+
+def test_all_to_all_pieces_out_of_order_stay_unknown_synthetic() -> None:
+    """Synthetic: the same module with the pieces sent in a shuffled order. Piece i no longer
+    goes to member i, so nothing says which part each device holds: no split is invented."""
+    shuffled = ROWS_TO_COLS.replace(
+        "all-to-all(%wrapped_slice, %wrapped_slice.1, %wrapped_slice.2, %wrapped_slice.3)",
+        "all-to-all(%wrapped_slice.1, %wrapped_slice, %wrapped_slice.2, %wrapped_slice.3)",
+    )
+    assert shuffled != ROWS_TO_COLS
+    dot = _only_matmul(shuffled)
+    assert dot.global_out == dot.local_out
+    assert dot.global_flops == dot.local_flops
+
+
+ARRAY_FORM_SYNTHETIC = """HloModule synthetic_array_all_to_all, num_partitions=4
+
+ENTRY %main (p: f32[8,16], w: f32[32,8]) -> f32[4,8] {
+  %p = f32[8,16]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %w = f32[32,8]{1,0} parameter(1), sharding={replicated}
+  %a2a = f32[8,16]{1,0} all-to-all(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={1}
+  %r = f32[8,4,4]{2,1,0} reshape(%a2a)
+  %t = f32[4,8,4]{2,1,0} transpose(%r), dimensions={1,0,2}
+  %m = f32[32,4]{1,0} reshape(%t)
+  ROOT %dot = f32[4,8]{1,0} dot(%m, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+"""
+
+
+def test_array_all_to_all_moves_the_split_synthetic() -> None:
+    """Synthetic array form: p is global [32,16] split on rows; after the all-to-all along
+    dim 1 each device holds all 32 rows (as [member, row] blocks) and a quarter of the
+    columns, so m^T @ w is global [16,32] x [32,8] -> [16,8]."""
+    dot = _only_matmul(ARRAY_FORM_SYNTHETIC)
+    assert math.prod(dot.global_lhs) == 32 * 16
+    assert math.prod(dot.global_out) == 16 * 8
+    assert dot.global_flops == 2 * 16 * 8 * 32
+    assert dot.partial_sum_axes == []
+
+
+def test_array_all_to_all_without_a_known_split_stays_unknown_synthetic() -> None:
+    """Synthetic: the same module without the parameter's sharding: nothing to move."""
+    text = ARRAY_FORM_SYNTHETIC.replace(", sharding={devices=[4,1]<=[4]}", "")
+    dot = _only_matmul(text)
+    assert dot.global_out == dot.local_out
