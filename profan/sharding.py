@@ -1602,7 +1602,9 @@ def _strategies(module: Module, mesh: Mesh, propagator: _Propagator) -> list[Str
                     axes,
                     f"{m.name}: batch dim {dim} of a batched matmul split along {', '.join(axes)}",
                 )
-            else:
+            elif not m.backward:
+                # Only forward matmuls: a backward one's lhs is often a transposed activation
+                # (x^T in x^T·dy) whose free dim is a feature, split after an all-to-all.
                 add(
                     "sequence/context parallel",
                     axes,

@@ -216,3 +216,15 @@ def test_array_all_to_all_without_a_known_split_stays_unknown_synthetic() -> Non
     text = ARRAY_FORM_SYNTHETIC.replace(", sharding={devices=[4,1]<=[4]}", "")
     dot = _only_matmul(text)
     assert dot.global_out == dot.local_out
+
+
+def test_fsdp_split_feature_dim_of_a_gradient_is_not_sequence_parallel() -> None:
+    """dw1's lhs is x^T: its split free dim (after the all-to-all) is a feature, not tokens.
+    The fixture's forward matmuls are all rank-2 [batch, feature] (no sequence dim)."""
+    meta = json.loads((FIXTURES / "fsdp" / "meta.json").read_text())
+    forward = [t for t in meta["truth"]["matmuls"] if t["pass"] == "forward"]
+    assert forward and all(len(t["lhs_shape"]) == 2 for t in forward)
+    path = next((FIXTURES / "fsdp" / "hlo").glob("*after_optimizations.txt"))
+    labels = {s.strategy for s in describe(parse_module(path.read_text())).strategies}
+    assert "sequence/context parallel" not in labels
+    assert "FSDP/ZeRO" in labels
