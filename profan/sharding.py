@@ -858,9 +858,13 @@ class _Propagator:
         ]
         if candidates and not shape.is_tuple:
             chosen = max(candidates, key=lambda op: (sum(d.factor > 1 for d in op.dims), op.known))
-            origin = chosen.origin if opcode in ("copy", "convert") else None
+            unary = opcode in ("copy", "convert")
             return ValueSplit(
-                dims=chosen.dims, hidden=chosen.hidden, partial=chosen.partial, origin=origin
+                dims=chosen.dims,
+                hidden=chosen.hidden,
+                partial=chosen.partial,
+                origin=chosen.origin if unary else None,
+                chunk=chosen.chunk if unary else None,
             )
         if opcode == "concatenate":
             joined = self._join_chunks(instruction, operands)
@@ -1195,6 +1199,8 @@ def _array_all_to_all(
     """
     if not axes or size <= 1 or len(dimensions) != 1 or value.elements is not None:
         return None
+    if set(value.partial) & set(axes):
+        return None  # unsummed partials are exchanged, not summed: nothing to say
     k = dimensions[0]
     if k >= len(value.dims) or not value.dims[k].known:
         return None
@@ -1241,6 +1247,7 @@ def _tuple_all_to_all(
             for i, c in enumerate(chunks)
         )
         and all(len(op.dims) == rank and op.hidden == operands[0].hidden for op in operands)
+        and not any(set(op.partial) & set(axes) for op in operands)
     ):
         return None
     dims = [
