@@ -288,3 +288,98 @@ def test_second_round_fixture_sizes_stay_small(fixtures_dir: Path) -> None:
     files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
     assert all(p.stat().st_size < 1024 * 1024 for p in files)
     assert sum(p.stat().st_size for p in files) < 3 * 1024 * 1024
+
+
+# Third round: fixtures/all_to_all/<program>/ (shard_map all_to_all programs; HLO, no trace).
+ALL_TO_ALL_DIR = "all_to_all"
+ALL_TO_ALL_PROGRAMS = ("all_to_all_2d", "all_to_all_rows")
+
+
+def _all_to_all_programs(fixtures_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    group = fixtures_dir / ALL_TO_ALL_DIR
+    return [
+        (folder, json.loads((folder / "meta.json").read_text()))
+        for folder in sorted(p for p in group.iterdir() if p.is_dir())
+    ]
+
+
+def test_all_to_all_group_has_no_group_meta_and_one_dump_each(fixtures_dir: Path) -> None:
+    # No meta.json at the group level: tests that glob fixtures/*/meta.json see traced programs.
+    assert not (fixtures_dir / ALL_TO_ALL_DIR / "meta.json").exists()
+    programs = _all_to_all_programs(fixtures_dir)
+    assert tuple(folder.name for folder, _ in programs) == ALL_TO_ALL_PROGRAMS
+    for folder, meta in programs:
+        assert meta["name"] == folder.name
+        assert meta["module_name"] == f"jit_{folder.name}"
+        assert sorted(p.name for p in folder.iterdir()) == ["hlo", "meta.json"]
+        (entry,) = meta["hlo_files"]
+        assert sorted(p.name for p in (folder / "hlo").iterdir()) == [
+            entry["file"].removeprefix("hlo/")
+        ]
+        assert entry["file"].endswith(f".{meta['module_name']}.cpu_after_optimizations.txt")
+        text = (folder / entry["file"]).read_text()
+        assert text.startswith(f"HloModule {meta['module_name']},")
+        instructions = len(re.findall(r"^\s+(?:ROOT )?%?[\w.\-]+ = ", text, re.M))
+        computations = len(re.findall(r"^(?:ENTRY )?%?[\w.\-]+ \(.*\{$", text, re.M))
+        assert entry["xla_counts"] == {"computations": computations, "instructions": instructions}
+        cost = meta["cost_analysis"]
+        assert all(isinstance(v, float) and math.isfinite(v) for v in cost.values())
+        assert cost["bytes accessed"] > 0
+
+
+def test_all_to_all_truth_agrees_with_mesh_inputs_and_dump(fixtures_dir: Path) -> None:
+    for folder, meta in _all_to_all_programs(fixtures_dir):
+        mesh = meta["mesh"]
+        sizes = dict(zip(mesh["axis_names"], mesh["axis_sizes"], strict=True))
+        ids = mesh["device_ids"]
+        flat = [d for row in ids for d in row] if isinstance(ids[0], list) else list(ids)
+        assert sorted(flat) == list(range(math.prod(sizes.values())))
+        text = (folder / meta["hlo_files"][0]["file"]).read_text()
+        assert f"num_partitions={len(flat)}" in text.split("\n", 1)[0]
+        a2a = meta["truth"]["all_to_all"]
+        assert a2a["tiled"] and a2a["split_axis"] != a2a["concat_axis"]
+        # The input's partition spec is the all-to-all's in_split.
+        spec = meta["inputs"][0]["sharding"]["partition_spec"]
+        assert meta["inputs"][0]["shape"] == a2a["shape"]
+        assert {str(d): [p] if isinstance(p, str) else p for d, p in enumerate(spec) if p} == a2a[
+            "in_split"
+        ]
+        # A tiled all-to-all over `axes` moves those axes from concat dim to split dim.
+        moved = math.prod(sizes[a] for a in a2a["axes"])
+        for side, dim in (("in_split", a2a["concat_axis"]), ("out_split", a2a["split_axis"])):
+            assert set(a2a["axes"]) <= set(a2a[side].get(str(dim), []))
+        assert all(a2a["shape"][int(d)] % moved == 0 for d in a2a["out_split"])
+        # The one emitted collective is an all-to-all whose groups run along the truth's axes.
+        (coll,) = meta["hlo_collectives"]
+        assert coll["opcode"] == "all-to-all"
+        want = sorted(map(sorted, _groups_along(mesh, a2a["axes"])))
+        assert sorted(map(sorted, _expand_groups(coll["groups"], mesh))) == want
+        # The output's sharding is the matmul truth's out split.
+        (mm,) = meta["truth"]["matmuls"]
+        (out,) = meta["outputs"]
+        assert out["shape"] == mm["out_shape"]
+        out_spec = {
+            str(d): [p] if isinstance(p, str) else p
+            for d, p in enumerate(out["sharding"]["partition_spec"])
+            if p
+        }
+        assert out_spec == mm["out_split"]
+        for side in ("lhs", "rhs", "out"):
+            ratio = math.prod(mm[f"{side}_shape"]) // math.prod(mm[f"{side}_local_shape"])
+            assert ratio == math.prod(
+                sizes[a] for axes in mm[f"{side}_split"].values() for a in axes
+            )
+
+
+def test_all_to_all_cost_analysis_is_the_local_matmul(fixtures_dir: Path) -> None:
+    """XLA's per-device flops are the local dot's 2*m*k*n (slices and copies count none)."""
+    for _, meta in _all_to_all_programs(fixtures_dir):
+        (mm,) = meta["truth"]["matmuls"]
+        (k,) = mm["contracted"]
+        local = 2 * math.prod(mm["out_local_shape"]) * mm["dim_sizes"][k]
+        assert meta["cost_analysis"]["flops"] == local
+
+
+def test_all_to_all_fixture_sizes_stay_small(fixtures_dir: Path) -> None:
+    files = [p for p in (fixtures_dir / ALL_TO_ALL_DIR).rglob("*") if p.is_file()]
+    assert files and sum(p.stat().st_size for p in files) < 200 * 1024

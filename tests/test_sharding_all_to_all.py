@@ -1,11 +1,12 @@
 """All-to-all moves a split from one dim to another (issue 5: sharding through all-to-all).
 
-The two embedded modules were printed by XLA (jax/jaxlib 0.10.2, CPU, forced host devices) for
-the programs in their docstrings, with ``metadata=``/``backend_config=`` and the stack-frame
-tables removed to keep them short. XLA's CPU backend writes the array all-to-all of
-``jax.lax.all_to_all`` as a tuple all-to-all of equal slices, reassembled by a concatenate, so
-the array form (``dimensions={k}``, as TPU/GPU programs print it) is covered by a synthetic
-module. The truth is the global shapes of each JAX program, worked out by hand below.
+The two shard_map programs are committed fixtures that XLA printed (jax/jaxlib 0.10.2, CPU,
+forced host devices): ``fixtures/all_to_all/<program>/``, made by ``fixtures/make_fixtures.py
+all_to_all``; their ``meta.json`` holds the JAX program, mesh and the global-shape truth.
+XLA's CPU backend writes the array all-to-all of ``jax.lax.all_to_all`` as a tuple all-to-all
+of equal slices, reassembled by a concatenate, so the array form (``dimensions={k}``, as
+TPU/GPU programs print it) is covered by a synthetic module. The hand-derived numbers below
+are also checked against each fixture's meta truth.
 """
 
 from __future__ import annotations
@@ -13,121 +14,54 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from profan.hlo.parser import parse_module
 from profan.sharding import MatmulSharding, describe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ALL_TO_ALL = FIXTURES / "all_to_all"
+
+
+def _fixture(program: str) -> tuple[str, dict[str, Any]]:
+    """The dump text and meta of fixtures/all_to_all/<program>/."""
+    folder = ALL_TO_ALL / program
+    meta = json.loads((folder / "meta.json").read_text())
+    (entry,) = meta["hlo_files"]
+    return (folder / entry["file"]).read_text(), meta
+
 
 # mesh ('x',) of 4 devices; a: f32[16,32] split P('x', None); w: f32[16,8] replicated;
 # b = shard_map(lambda a: all_to_all(a, 'x', split_axis=1, concat_axis=0, tiled=True),
 #               in_specs=P('x', None), out_specs=P(None, 'x'))(a)   -> b: [16,32] split on dim 1
 # out = b.T @ w   -> global [32,16] x [16,8] -> [32,8], contracting 16, out split on dim 0.
-ROWS_TO_COLS = """HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[4,32]{1,0}, f32[16,8]{1,0})->f32[8,8]{1,0}}, allow_spmd_sharding_propagation_to_parameters={false,false}, allow_spmd_sharding_propagation_to_output={true}, num_partitions=4
-%fused_computation (param_0.4: f32[4,8], param_1: f32[4,8], param_2: f32[4,8], param_3: f32[4,8]) -> f32[16,8] {
-  %param_0.4 = f32[4,8]{1,0} parameter(0)
-  %param_1 = f32[4,8]{1,0} parameter(1)
-  %param_2 = f32[4,8]{1,0} parameter(2)
-  %param_3 = f32[4,8]{1,0} parameter(3)
-  %concatenate.1 = f32[4,32]{1,0} concatenate(%param_0.4, %param_1, %param_2, %param_3), dimensions={1}
-  %bitcast.3 = f32[4,4,8]{2,1,0} bitcast(%concatenate.1)
-  %all_to_all.17 = f32[4,4,8]{2,0,1} transpose(%bitcast.3), dimensions={1,0,2}
-  %copy.3 = f32[4,4,8]{2,1,0} copy(%all_to_all.17)
-  ROOT %bitcast.2 = f32[16,8]{1,0} bitcast(%copy.3)
-}
-%wrapped_slice_computation (param_0.5: f32[4,32]) -> f32[4,8] {
-  %param_0.5 = f32[4,32]{1,0} parameter(0)
-  ROOT %slice.4 = f32[4,8]{1,0} slice(%param_0.5), slice={[0:4], [0:8]}
-}
-%wrapped_slice_computation.1 (param_0.6: f32[4,32]) -> f32[4,8] {
-  %param_0.6 = f32[4,32]{1,0} parameter(0)
-  ROOT %slice.5 = f32[4,8]{1,0} slice(%param_0.6), slice={[0:4], [8:16]}
-}
-%wrapped_slice_computation.2 (param_0.7: f32[4,32]) -> f32[4,8] {
-  %param_0.7 = f32[4,32]{1,0} parameter(0)
-  ROOT %slice.6 = f32[4,8]{1,0} slice(%param_0.7), slice={[0:4], [16:24]}
-}
-%wrapped_slice_computation.3 (param_0.8: f32[4,32]) -> f32[4,8] {
-  %param_0.8 = f32[4,32]{1,0} parameter(0)
-  ROOT %slice.7 = f32[4,8]{1,0} slice(%param_0.8), slice={[0:4], [24:32]}
-}
-ENTRY %main.0_spmd (param.1: f32[4,32], param.2: f32[16,8]) -> f32[8,8] {
-  %param.1 = f32[4,32]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
-  %param.2 = f32[16,8]{1,0} parameter(1), sharding={replicated}
-  %wrapped_slice.2 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.2
-  %wrapped_slice.3 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.3
-  %wrapped_slice = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation
-  %wrapped_slice.1 = f32[4,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.1
-  %all-to-all = (f32[4,8]{1,0}, f32[4,8]{1,0}, f32[4,8]{1,0}, f32[4,8]{1,0}) all-to-all(%wrapped_slice, %wrapped_slice.1, %wrapped_slice.2, %wrapped_slice.3), channel_id=1, replica_groups={{0,1,2,3}}
-  %get-tuple-element = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=0
-  %get-tuple-element.2 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=1
-  %get-tuple-element.4 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=2
-  %get-tuple-element.5 = f32[4,8]{1,0} get-tuple-element(%all-to-all), index=3
-  %copy_bitcast_fusion = f32[16,8]{1,0} fusion(%get-tuple-element, %get-tuple-element.2, %get-tuple-element.4, %get-tuple-element.5), kind=kLoop, calls=%fused_computation
-  ROOT %dot = f32[8,8]{1,0} dot(%copy_bitcast_fusion, %param.2), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-}
-"""  # noqa: E501 (printed by XLA, kept as printed)
+ROWS_TO_COLS, ROWS_TO_COLS_META = _fixture("all_to_all_rows")
 
 # mesh ('x', 'y') = (2, 4); a: f32[64,32] split P('x', 'y'); w: f32[32,8] replicated;
 # b = shard_map(lambda a: all_to_all(a, 'y', split_axis=0, concat_axis=1, tiled=True),
 #               in_specs=P('x', 'y'), out_specs=P(('x', 'y'), None))(a) -> b: [64,32], dim 0
 #               split over both axes
 # out = b @ w   -> global [64,32] x [32,8] -> [64,8], contracting 32.
-COLS_TO_ROWS_2D = """HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[32,8]{1,0}, f32[32,8]{1,0})->f32[8,8]{1,0}}, allow_spmd_sharding_propagation_to_parameters={false,false}, allow_spmd_sharding_propagation_to_output={true}, num_partitions=8
-%fused_computation (param_0: f32[8,32], param_1: f32[32,8]) -> f32[8,8] {
-  %param_0 = f32[8,32]{1,0} parameter(0)
-  %param_1 = f32[32,8]{1,0} parameter(1)
-  ROOT %dot.1 = f32[8,8]{1,0} dot(%param_0, %param_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}
-%fused_computation.1 (param_0.5: f32[8,8], param_1.1: f32[8,8], param_2: f32[8,8], param_3: f32[8,8]) -> f32[8,32] {
-  %param_0.5 = f32[8,8]{1,0} parameter(0)
-  %param_1.1 = f32[8,8]{1,0} parameter(1)
-  %param_2 = f32[8,8]{1,0} parameter(2)
-  %param_3 = f32[8,8]{1,0} parameter(3)
-  %concatenate.1 = f32[32,8]{1,0} concatenate(%param_0.5, %param_1.1, %param_2, %param_3), dimensions={0}
-  %bitcast.3 = f32[4,8,8]{2,1,0} bitcast(%concatenate.1)
-  %all_to_all.17 = f32[8,4,8]{2,0,1} transpose(%bitcast.3), dimensions={1,0,2}
-  %copy.3 = f32[8,4,8]{2,1,0} copy(%all_to_all.17)
-  ROOT %bitcast.2 = f32[8,32]{1,0} bitcast(%copy.3)
-}
-%wrapped_slice_computation (param_0.6: f32[32,8]) -> f32[8,8] {
-  %param_0.6 = f32[32,8]{1,0} parameter(0)
-  ROOT %slice.4 = f32[8,8]{1,0} slice(%param_0.6), slice={[0:8], [0:8]}
-}
-%wrapped_slice_computation.1 (param_0.7: f32[32,8]) -> f32[8,8] {
-  %param_0.7 = f32[32,8]{1,0} parameter(0)
-  ROOT %slice.5 = f32[8,8]{1,0} slice(%param_0.7), slice={[8:16], [0:8]}
-}
-%wrapped_slice_computation.2 (param_0.8: f32[32,8]) -> f32[8,8] {
-  %param_0.8 = f32[32,8]{1,0} parameter(0)
-  ROOT %slice.6 = f32[8,8]{1,0} slice(%param_0.8), slice={[16:24], [0:8]}
-}
-%wrapped_slice_computation.3 (param_0.9: f32[32,8]) -> f32[8,8] {
-  %param_0.9 = f32[32,8]{1,0} parameter(0)
-  ROOT %slice.7 = f32[8,8]{1,0} slice(%param_0.9), slice={[24:32], [0:8]}
-}
-ENTRY %main.0_spmd (param.1: f32[32,8], param.2: f32[32,8]) -> f32[8,8] {
-  %param.1 = f32[32,8]{1,0} parameter(0), sharding={devices=[2,4]<=[8]}
-  %param.2 = f32[32,8]{1,0} parameter(1), sharding={replicated}
-  %wrapped_slice.2 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.2
-  %wrapped_slice.3 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.3
-  %wrapped_slice = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation
-  %wrapped_slice.1 = f32[8,8]{1,0} fusion(%param.1), kind=kLoop, calls=%wrapped_slice_computation.1
-  %all-to-all = (f32[8,8]{1,0}, f32[8,8]{1,0}, f32[8,8]{1,0}, f32[8,8]{1,0}) all-to-all(%wrapped_slice, %wrapped_slice.1, %wrapped_slice.2, %wrapped_slice.3), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}
-  %get-tuple-element = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=0
-  %get-tuple-element.2 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=1
-  %get-tuple-element.4 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=2
-  %get-tuple-element.5 = f32[8,8]{1,0} get-tuple-element(%all-to-all), index=3
-  %copy_bitcast_fusion = f32[8,32]{1,0} fusion(%get-tuple-element, %get-tuple-element.2, %get-tuple-element.4, %get-tuple-element.5), kind=kLoop, calls=%fused_computation.1
-  ROOT %ynn_fusion = f32[8,8]{1,0} fusion(%copy_bitcast_fusion, %param.2), kind=kCustom, calls=%fused_computation
-}
-"""  # noqa: E501 (printed by XLA, kept as printed)
+COLS_TO_ROWS_2D, COLS_TO_ROWS_2D_META = _fixture("all_to_all_2d")
 
 
 def _only_matmul(text: str) -> MatmulSharding:
-    report = describe(parse_module(text, file="<embedded>"))
+    report = describe(parse_module(text, file="<fixture>"))
     assert len(report.matmuls) == 1
     return report.matmuls[0]
+
+
+def _assert_matches_truth(dot: MatmulSharding, meta: dict[str, Any]) -> None:
+    """The dot against the generator's truth (global einsum, local shapes, split axes)."""
+    (truth,) = meta["truth"]["matmuls"]
+    assert dot.local_out == truth["out_local_shape"]
+    assert math.prod(dot.global_lhs) == math.prod(truth["lhs_shape"])
+    assert math.prod(dot.global_out) == math.prod(truth["out_shape"])
+    assert dot.global_flops == 2 * math.prod(truth["dim_sizes"].values())
+    assert len({a for axes in dot.out_split.values() for a in axes}) == len(
+        {a for axes in truth["out_split"].values() for a in axes}
+    )
+    assert dot.partial_sum_axes == truth["partial_sum_axes"]
 
 
 def test_fsdp_dw1_gets_its_split_through_the_tuple_all_to_all() -> None:
@@ -148,8 +82,24 @@ def test_fsdp_dw1_gets_its_split_through_the_tuple_all_to_all() -> None:
     assert len({a for axes in dot.lhs_split.values() for a in axes}) == 1
 
 
+def test_all_to_all_fixtures_are_the_programs_described() -> None:
+    """The meta's truth matches the dumps: mesh, parameter shardings and the all-to-all group."""
+    for text, meta, local, groups in (
+        (ROWS_TO_COLS, ROWS_TO_COLS_META, "f32[4,32]", "{{0,1,2,3}}"),
+        (COLS_TO_ROWS_2D, COLS_TO_ROWS_2D_META, "f32[32,8]", "{{0,1,2,3},{4,5,6,7}}"),
+    ):
+        a2a = meta["truth"]["all_to_all"]
+        assert a2a["tiled"] and meta["inputs"][0]["shape"] == a2a["shape"]
+        sizes = dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))
+        assert f"num_partitions={math.prod(sizes.values())}" in text.split("\n", 1)[0]
+        assert f"%param.1 = {local}{{1,0}} parameter(0)" in text
+        (coll,) = meta["hlo_collectives"]
+        assert (coll["opcode"], coll["groups"]) == ("all-to-all", f"replica_groups={groups}")
+
+
 def test_tuple_all_to_all_rows_to_cols_recovers_the_global_matmul() -> None:
     dot = _only_matmul(ROWS_TO_COLS)
+    _assert_matches_truth(dot, ROWS_TO_COLS_META)
     assert dot.local_lhs == [16, 8] and dot.local_out == [8, 8]
     assert math.prod(dot.global_lhs) == 16 * 32
     assert math.prod(dot.global_out) == 32 * 8
@@ -164,6 +114,7 @@ def test_tuple_all_to_all_rows_to_cols_recovers_the_global_matmul() -> None:
 def test_tuple_all_to_all_over_one_axis_of_two() -> None:
     """The group is one mesh axis ('y'); the other ('x') keeps splitting the same dim."""
     dot = _only_matmul(COLS_TO_ROWS_2D)
+    _assert_matches_truth(dot, COLS_TO_ROWS_2D_META)
     assert dot.local_lhs == [8, 32] and dot.local_out == [8, 8]
     assert math.prod(dot.global_lhs) == 64 * 32
     assert math.prod(dot.global_out) == 64 * 8
