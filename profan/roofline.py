@@ -6,9 +6,13 @@ Per op (MODEL.md section 1): ``t_compute = FLOPs / peak FLOP/s`` (for the math d
 Copies between host memory and HBM are bound by PCIe (``t_host_s``).
 
 Async pairs: the pair is scored on its ``-done`` op — the done's measured duration is the wait
-for the transfer, while the ``-start`` only issues it (rows for starts have no roofline time and
-``bound_by == "async-start"``).  A done's efficiency is left undefined (NaN): its measured time
-is only the part of the transfer that was not hidden behind other work.
+for the transfer (``exposed_wait_s``), while the ``-start`` only issues it (rows for starts have
+no roofline time and ``bound_by == "async-start"``).  Where the trace records the transfer's span
+from start to done (``Profile.async_ops``; on TPU the "Async XLA Ops" line, which may cover only
+some devices), ``async_span_s`` is the spans' total, ``async_span_n`` how many executions they
+cover, and ``efficiency = roofline per execution x async_span_n / async_span_s``: the transfer
+against its ideal.  ``measured_s`` stays the wait.  Without spans a done's efficiency is left
+undefined (NaN): the wait is only the part of the transfer not hidden behind other work.
 
 Per step (``Score.steps``): ``ideal_s`` is, on the busiest device, the larger of the synchronous
 ops' rooflines summed and the busiest link's async traffic (host-to-device, device-to-host and
@@ -49,7 +53,7 @@ OP_COLUMNS = (
     "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
     "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
     "efficiency", "source", "cost_source", "dtype", "async_role", "link", "module_key",
-    "derivation",
+    "async_span_s", "async_span_n", "exposed_wait_s", "derivation",
 )  # fmt: skip
 MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
@@ -284,8 +288,61 @@ def _key_column(values: pd.Series) -> pd.Series:
     return values.astype(object).where(values.notna(), "").astype(str)
 
 
+@dataclass(slots=True)
+class AsyncSpans:
+    """Start-to-done spans of one async op from the trace's async line."""
+
+    total_s: float  # summed over the recorded executions
+    executions: int
+    devices: tuple[int, ...]  # the devices the async line covers for this op
+
+
+def async_spans(profile: Profile) -> dict[tuple[str, str], AsyncSpans]:
+    """(module key, op name) -> the op's async spans, from ``profile.async_ops``."""
+    spans = getattr(profile, "async_ops", None)
+    if spans is None or spans.empty:
+        return {}
+    frame = spans.assign(_key=_key_column(spans["module_key"]))
+    if "device" not in frame:
+        frame = frame.assign(device=0)
+    found: dict[tuple[str, str], AsyncSpans] = {}
+    for (key, op_name), group in frame.groupby(["_key", "op_name"], sort=False):
+        durations = pd.to_numeric(group["duration_s"], errors="coerce").dropna()
+        devices = tuple(sorted(int(d) for d in group["device"].dropna().unique()))
+        found[(str(key), str(op_name))] = AsyncSpans(
+            float(durations.sum()), len(durations), devices
+        )
+    return found
+
+
+def _async_efficiency(
+    per_execution_s: float, spans: AsyncSpans | None
+) -> tuple[float, float, int | None, str]:
+    """Efficiency of an async done over its spans: (efficiency, span total, n, derivation)."""
+    if spans is None or spans.executions == 0:
+        return (
+            math.nan,
+            math.nan,
+            None,
+            (
+                "async done: no start-to-done span in the trace, measured time is only the exposed "
+                "wait, so efficiency is undefined"
+            ),
+        )
+    devices = ",".join(str(d) for d in spans.devices) or "?"
+    note = (
+        f"async done: efficiency = ideal {per_execution_s:.3g} s x {spans.executions} spans "
+        f"/ span total {spans.total_s:.3g} s (async line, device(s) {devices}); "
+        "measured = exposed wait"
+    )
+    if spans.total_s <= 0 or per_execution_s <= 0:
+        return math.nan, spans.total_s, spans.executions, note
+    return per_execution_s * spans.executions / spans.total_s, spans.total_s, spans.executions, note
+
+
 def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
     """One row per (module, op) with the per-execution cost and roofline times."""
+    spans_by_op = async_spans(profile)
     ops = profile.ops.assign(_key=_key_column(profile.ops["module_key"]))
     aggregations: dict[str, tuple[str, str]] = {
         "occurrences": ("duration_s", "size"),
@@ -338,6 +395,17 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
         occurrences = int(record["occurrences"])
         measured = float(record["measured_s"])
         roofline = times.roofline_s * occurrences
+        efficiency = roofline / measured if measured > 0 and roofline > 0 else math.nan
+        span_total, span_n, exposed_wait = math.nan, None, math.nan
+        derivation = cost.derivation + times.notes
+        if is_async_done:
+            # The done's measured time is only the exposed wait for a transfer that ran alongside
+            # other ops; the transfer itself is scored over its start-to-done spans.
+            exposed_wait = measured
+            efficiency, span_total, span_n, note = _async_efficiency(
+                times.roofline_s, spans_by_op.get((module_key, op_name))
+            )
+            derivation = [*derivation, note]
         source = record.get("source")
         if (source is None or pd.isna(source)) and instruction is not None and module is not None:
             try:
@@ -362,13 +430,7 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
                 "t_host_s": times.t_host_s * occurrences,
                 "roofline_s": roofline,
                 "bound_by": times.bound_by if cost_source != "none" else "unknown",
-                # An async done's measured time is only the exposed wait for a transfer that ran
-                # alongside other ops: roofline / wait is no efficiency, so it stays undefined.
-                "efficiency": (
-                    roofline / measured
-                    if measured > 0 and roofline > 0 and not is_async_done
-                    else math.nan
-                ),
+                "efficiency": efficiency,
                 "source": source,
                 "cost_source": cost_source,
                 "dtype": cost.dtype,
@@ -380,10 +442,15 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
                     else times.bound_by
                 ),
                 "module_key": module_key or None,
-                "derivation": "; ".join(cost.derivation + times.notes),
+                "async_span_s": span_total,
+                "async_span_n": span_n,
+                "exposed_wait_s": exposed_wait,
+                "derivation": "; ".join(derivation),
             }
         )
-    return pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    frame["async_span_n"] = frame["async_span_n"].astype("Int64")
+    return frame
 
 
 STEP_COLUMNS = ["step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops"] + [
@@ -505,4 +572,13 @@ def score(profile: Profile, chip: Chip | str | None = None) -> Score:
     return Score(ops=per_op, steps=steps, chip=chip, summary=summary)
 
 
-__all__ = ["OpTimes", "Score", "op_times", "resolve_chip", "score", "score_module"]
+__all__ = [
+    "AsyncSpans",
+    "OpTimes",
+    "Score",
+    "async_spans",
+    "op_times",
+    "resolve_chip",
+    "score",
+    "score_module",
+]
