@@ -59,6 +59,12 @@ class OpEntry:
     shape: str | None = None
     source: str | None = None
     exposed_s: float | None = None  # time not overlapped with compute (collectives, host ops)
+    # async dones (measured_s is then the exposed wait): the transfer's start-to-done spans as
+    # the trace's async line records them (total over async_span_n executions); efficiency is
+    # then roofline per execution x async_span_n / async_span_s
+    async_span_s: float | None = None
+    async_span_n: int | None = None
+    exposed_wait_s: float | None = None
     flags: list[str] = field(default_factory=list)
 
     @property
@@ -174,6 +180,16 @@ def _num(value: Any, default: float = 0.0) -> float:
     except (TypeError, ValueError):
         return default
     return number if math.isfinite(number) else default
+
+
+def _optional(value: Any) -> float | None:
+    number = _num(value, math.nan)
+    return number if math.isfinite(number) else None
+
+
+def _optional_int(value: Any) -> int | None:
+    number = _optional(value)
+    return None if number is None else int(number)
 
 
 def chip_dict(chip: Any, score_summary: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -470,6 +486,9 @@ def build_report(
             shape=hlo_facts.format_shape(instr.shape) if instr is not None else None,
             source=source,
             exposed_s=facts.exposed_by_op.get((str(record["module"]), str(record["name"]))),
+            async_span_s=_optional(record.get("async_span_s")),
+            async_span_n=_optional_int(record.get("async_span_n")),
+            exposed_wait_s=_optional(record.get("exposed_wait_s")),
         )
         contexts.append(_OpContext(entry, instr, module))
     contexts.sort(key=lambda c: -c.entry.measured_s)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from profan.hlo.model import Computation, Instruction, Module, Shape
 from profan.report import hlo_facts
 from profan.report.config import RuleConfig
-from profan.report.model import Finding, Report, _OpContext, hbm_capacity
+from profan.report.model import Finding, OpEntry, Report, _OpContext, hbm_capacity
 
 Rule = Callable[[Report, list[_OpContext], RuleConfig], list[Finding]]
 
@@ -257,12 +257,53 @@ def _fmt_s(seconds: float) -> str:
     return fmt(seconds)
 
 
-@rule("far-from-roofline", "efficiency (ideal / measured) below a threshold")
+def _span_all_executions(e: OpEntry) -> float | None:
+    """An async done's span time scaled from the executions the async line records to all."""
+    if e.async_span_s is None or not e.async_span_n:
+        return None
+    return e.async_span_s * e.occurrences / e.async_span_n
+
+
+def _far_candidates(ops: list[_OpContext], config: RuleConfig) -> list[_OpContext]:
+    """Significant ops by measured time, plus async transfers whose span (not their possibly
+    hidden wait) is significant: a slow transfer matters even while it is hidden."""
+    total = _total_time(ops)
+    picked = _significant(ops, config)
+    seen = {id(c) for c in picked}
+    for c in ops:
+        span = _span_all_executions(c.entry)
+        if id(c) not in seen and span is not None and span >= config.min_time_share * total:
+            picked.append(c)
+    return picked
+
+
+@rule(
+    "far-from-roofline", "efficiency (ideal / measured, or / span for async ops) below a threshold"
+)
 def far_from_roofline(report: Report, ops: list[_OpContext], config: RuleConfig) -> list[Finding]:
     out = []
-    for c in _significant(ops, config):
+    for c in _far_candidates(ops, config):
         e = c.entry
         if e.efficiency is None or e.roofline_s <= 0 or e.efficiency >= config.efficiency_below:
+            continue
+        span = _span_all_executions(e)
+        if span is not None and e.async_span_n:
+            # An async transfer: efficiency is over its start-to-done span; what it can cost the
+            # step is at most its exposed wait.
+            ideal_spans = e.roofline_s * e.async_span_n / max(e.occurrences, 1)
+            out.append(
+                _finding(
+                    c,
+                    "far-from-roofline",
+                    f"{e.efficiency:.1%} of its {e.bound_by} roofline over its async span: span "
+                    f"{_fmt_s(e.async_span_s or 0.0)} vs ideal {_fmt_s(ideal_spans)} "
+                    f"({e.async_span_n} executions on the trace's async line); exposed wait "
+                    f"{_fmt_s(e.measured_s)} (all devices)",
+                    "the transfer's bandwidth (link, contention with other transfers) and, if "
+                    "the wait is large, starting it earlier",
+                    min(e.measured_s, max(span - e.roofline_s, 0.0)),
+                )
+            )
             continue
         look = {
             "compute": "the op's shapes and dtype (MXU/tensor-core utilisation, padding)",

@@ -223,6 +223,14 @@ def efficiency_text(value: float | None, style: Style) -> str:
     return style(f"{value:.0%}", colour)
 
 
+def measured_lines(op: OpEntry) -> list[str]:
+    """The measured cell: for an async done with spans, the exposed wait (marked ``w``) and,
+    under it, the transfer's span over the executions the async line records."""
+    if op.async_span_s is None:
+        return [seconds(op.measured_s)]
+    return [f"{seconds(op.measured_s)} w", f"span {seconds(op.async_span_s)}/{op.async_span_n}"]
+
+
 DEFAULT_WIDTH = 160  # piped output with no COLUMNS: wide enough for the full table
 
 
@@ -274,7 +282,7 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
                 "op": [op.name],
                 "category": [op.category],
                 "n": [str(op.occurrences)],
-                "measured": [seconds(op.measured_s)],
+                "measured": measured_lines(op),
                 "%": [f"{op.measured_s / op_total:.0%}"],
                 "ideal": [seconds(op.roofline_s)],
                 "bound": [op.bound_by],
@@ -439,7 +447,13 @@ def render(
         style(line, "dim")
         for line in para(
             f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
-            "n executions (n counts every device); % of all op time",
+            "n executions (n counts every device); % of all op time"
+            + (
+                "; async ops: w = exposed wait (measured), span T/k = start-to-done time summed "
+                "over the k executions the trace's async line records, eff = ideal/n x k / T"
+                if any(op.async_span_s is not None for op in report.ops[:top])
+                else ""
+            ),
             width,
             hang=2,
         )
