@@ -340,6 +340,20 @@ def _async_efficiency(
     return per_execution_s * spans.executions / spans.total_s, spans.total_s, spans.executions, note
 
 
+def _spans_of_done(
+    spans_by_op: dict[tuple[str, str], AsyncSpans],
+    module_key: str,
+    op_name: str,
+    instruction: Instruction | None,
+) -> AsyncSpans | None:
+    """A done's spans: under its own name (as TPU's async line names them), else under the name
+    of the ``-start`` it waits on (its first operand)."""
+    found = spans_by_op.get((module_key, op_name))
+    if found is None and instruction is not None and instruction.operands:
+        found = spans_by_op.get((module_key, instruction.operands[0].name))
+    return found
+
+
 def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
     """One row per (module, op) with the per-execution cost and roofline times."""
     spans_by_op = async_spans(profile)
@@ -403,7 +417,7 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
             # other ops; the transfer itself is scored over its start-to-done spans.
             exposed_wait = measured
             efficiency, span_total, span_n, note = _async_efficiency(
-                times.roofline_s, spans_by_op.get((module_key, op_name))
+                times.roofline_s, _spans_of_done(spans_by_op, module_key, op_name, instruction)
             )
             derivation = [*derivation, note]
         source = record.get("source")

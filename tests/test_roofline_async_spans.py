@@ -145,3 +145,18 @@ def test_every_fixture_step_ideal_stays_below_measured(name: str) -> None:
     # CPU traces have no async line: any async done there keeps an undefined efficiency
     dones = result.ops[result.ops["async_role"] == "done"]
     assert dones["async_span_s"].isna().all() and dones["efficiency"].isna().all()
+
+
+def test_spans_named_after_the_start_are_found_too(v6e_profile, v6e_score) -> None:
+    # Some async lines may name a span after the -start op: the same spans, renamed to the
+    # start each done waits on (its first operand), give the same scores.
+    start_of = {}
+    for name in v6e_profile.async_ops["op_name"].unique():
+        key = v6e_profile.async_ops["module_key"].iloc[0]
+        start_of[name] = v6e_profile.instruction(key, name).operands[0].name
+    assert all(start.startswith("copy-start") for start in start_of.values())
+    renamed = v6e_profile.async_ops.assign(op_name=v6e_profile.async_ops["op_name"].map(start_of))
+    result = score(dataclasses.replace(v6e_profile, async_ops=renamed))
+    mine = result.ops.set_index("name").loc[list(start_of), ["efficiency", "async_span_s"]]
+    before = v6e_score.ops.set_index("name").loc[list(start_of), ["efficiency", "async_span_s"]]
+    pd.testing.assert_frame_equal(mine, before)
