@@ -303,3 +303,20 @@ def test_in_place_scatter_fusion_charges_only_touched_rows_to_the_roofline() -> 
     assert cost.flops == 10 * 16  # the combiner once per update element
     # what the roofline uses: indices + updates read, touched rows read and written
     assert cost.roofline_hbm_bytes == indices + update + update + update
+
+
+def test_xprof_line_with_elided_operands_reads_a_lower_bound() -> None:
+    # The line as XProf shows it (operands elided): FLOPs unknown without the fused body, and
+    # bytes read cover only the operands shown, so they must be marked as a lower bound.
+    line = (
+        "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(...), kind=kCustom, "
+        "calls=%all-reduce-scatter.3"
+    )
+    elided = estimate(parse_instruction(line))
+    assert elided.flops is None
+    assert elided.hbm_bytes_read_is_lower_bound
+    assert any("lower bound" in note for note in elided.derivation)
+
+    shown = estimate(parse_instruction(line.replace("(...)", "(bf16[32,32,8192]{2,1,0} %p0)")))
+    assert not shown.hbm_bytes_read_is_lower_bound
+    assert shown.hbm_bytes_read == 32 * 32 * 8192 * 2

@@ -100,6 +100,9 @@ class OpCost:
     # HBM bytes the roofline should use when they differ from XLA's accounting (in-place
     # scatters); ``None`` = ``hbm_bytes``.
     roofline_hbm_bytes: float | None = None
+    # The line left operands out (XProf's ``fusion(...)`` / ``...(+N)``): bytes read count only
+    # the operands shown, so they are a lower bound, not the op's traffic.
+    hbm_bytes_read_is_lower_bound: bool = False
 
     @property
     def hbm_bytes(self) -> float:
@@ -237,7 +240,16 @@ def _base_opcode(opcode: str) -> str:
 
 def estimate(instruction: Instruction, module: Module | None = None) -> OpCost:
     """FLOPs, transcendentals, HBM and interconnect bytes of one execution of ``instruction``."""
-    return _estimate(instruction, _Context(module))
+    cost = _estimate(instruction, _Context(module))
+    if instruction.operands_elided:
+        cost.hbm_bytes_read_is_lower_bound = True
+        hidden = instruction.elided_operand_count
+        cost.derivation.append(
+            "operands not shown in the text"
+            + (f" ({hidden} left out)" if hidden else "")
+            + ": bytes read count only the operands shown (a lower bound)"
+        )
+    return cost
 
 
 def _default_bytes(instruction: Instruction, ctx: _Context) -> tuple[float, float]:
