@@ -1,8 +1,9 @@
-"""Cache of parsed HLO modules, so a repeated parse of an unchanged file is near-instant.
+"""Cache of built HLO modules, so a repeated load of unchanged input is near-instant.
 
-Entries live under ``profan.paths.cache_dir("hlo")`` (never beside the input), keyed by the
-text's content hash, profan's version and the grammar's hash; each holds a pickled ``Module``.
-A damaged or unreadable entry is ignored and rewritten.
+Entries live under ``profan.paths.cache_dir(kind)`` (never beside the input): ``hlo`` for parsed
+text, ``hloproto`` for HloProtos converted from traces.  Each is keyed by the input's content hash,
+profan's version and a hash of the grammar and of the code that defines and builds the model, and
+holds a pickled ``Module``.  A damaged or unreadable entry is only a cache miss.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from profan import __version__
@@ -31,7 +33,9 @@ def _code_hash() -> str:
         from profan.hlo.parser import grammar_hash
 
         digest = hashlib.sha256(grammar_hash().encode())
-        for source in sorted(Path(__file__).parent.joinpath("hlo").glob("*.py")):
+        package = Path(__file__).parent
+        sources = [*sorted(package.joinpath("hlo").glob("*.py")), package / "trace" / "hloproto.py"]
+        for source in sources:
             digest.update(source.read_bytes())
         _CODE_HASH = digest.hexdigest()[:16]
     return _CODE_HASH
@@ -55,36 +59,42 @@ def _read_text(path: Path, data: bytes) -> str:
         ) from None
 
 
+def cached_module(kind: str, data: bytes, build: Callable[[], Module]) -> Module:
+    """The module ``build()`` makes from ``data``, reused from the ``kind`` cache when present."""
+    from profan.paths import cache_dir
+
+    try:
+        entry = cache_dir(kind) / f"{cache_key(data)}.pickle"
+    except OSError:  # no writable cache directory: build without one
+        return build()
+    try:
+        with entry.open("rb") as handle:
+            module = pickle.load(handle)
+        if isinstance(module, Module):
+            return module
+    except FileNotFoundError:
+        pass
+    except Exception:  # a damaged cache entry is only a cache miss
+        pass
+    module = build()
+    _write_atomically(entry, module)
+    return module
+
+
 def cached_parse_file(path: str | os.PathLike[str], *, use_cache: bool = True) -> Module:
     """Parse ``path``; reuse the pickled model when the same text was parsed before."""
     from profan.hlo.parser import parse_module
-    from profan.paths import cache_dir
 
     file = Path(path)
     try:
         data = file.read_bytes()
     except OSError as error:
         raise HloSyntaxError(f"cannot read the file: {error.strerror}", file=str(file)) from None
-    entry = None
-    if use_cache:
-        try:
-            entry = cache_dir("hlo") / f"{cache_key(data)}.pickle"
-        except OSError:  # no writable cache directory: parse without one
-            entry = None
-    if entry is not None:
-        try:
-            with entry.open("rb") as handle:
-                module = pickle.load(handle)
-            if isinstance(module, Module):
-                return module
-        except FileNotFoundError:
-            pass
-        except Exception:  # a damaged cache entry is only a cache miss
-            pass
-    module = parse_module(_read_text(file, data), file=str(file))
-    if entry is not None:
-        _write_atomically(entry, module)
-    return module
+
+    def build() -> Module:
+        return parse_module(_read_text(file, data), file=str(file))
+
+    return cached_module("hlo", data, build) if use_cache else build()
 
 
 def _write_atomically(entry: Path, module: Module) -> None:

@@ -8,9 +8,7 @@ hosts in parallel processes when there are several), merge, get the HLO of the m
 
 from __future__ import annotations
 
-import hashlib
 import os
-import pickle
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -19,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from profan.cache import cached_module
 from profan.errors import TraceError
 from profan.hlo.model import Module
-from profan.paths import cache_dir
 from profan.trace.discover import Run, find_run
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile, Unmatched
@@ -247,31 +245,12 @@ def _modules(
 
 
 def _convert(data: bytes, where: str, use_cache: bool) -> Module:
-    """HloProto bytes -> Module, cached by content hash under the user's cache dir."""
-    if not use_cache:
+    """HloProto bytes -> Module, cached under the user's cache dir (see ``profan.cache``)."""
+
+    def build() -> Module:
         return module_from_proto_bytes(data, where=where)
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        file = cache_dir("hloproto") / f"{digest}.pickle"
-    except OSError:
-        return module_from_proto_bytes(data, where=where)
-    if file.is_file():
-        try:
-            with file.open("rb") as handle:
-                cached = pickle.load(handle)
-            if isinstance(cached, Module):
-                return cached
-        except Exception:  # a stale or damaged cache entry: rebuild it
-            pass
-    module = module_from_proto_bytes(data, where=where)
-    try:
-        temporary = file.with_suffix(f".{os.getpid()}.tmp")
-        with temporary.open("wb") as handle:
-            pickle.dump(module, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        temporary.replace(file)
-    except OSError:
-        pass  # caching is an optimisation only
-    return module
+
+    return cached_module("hloproto", data, build) if use_cache else build()
 
 
 # --------------------------------------------------------------------------------- join
