@@ -327,28 +327,27 @@ def _enum_names_nested(message: str, enum: str) -> dict[int, str]:
     return {value.number: value.name for value in descriptor.values}
 
 
+# OpMetadata fields in the order XLA prints them, and whether the value is a quoted string.
+_METADATA_FIELDS: tuple[tuple[str, bool], ...] = (
+    ("op_type", True),
+    ("op_name", True),
+    ("source_file", True),
+    ("source_line", False),
+    ("source_end_line", False),
+    ("source_column", False),
+    ("source_end_column", False),
+    ("deduplicated_name", True),
+    ("scheduling_name", True),
+    ("stack_frame_id", False),
+)
+
+
 def _metadata(proto: Message) -> str | None:
-    parts: list[str] = []
-    if proto.op_type:
-        parts.append(f"op_type={_quote(proto.op_type)}")
-    if proto.op_name:
-        parts.append(f"op_name={_quote(proto.op_name)}")
-    if proto.source_file:
-        parts.append(f"source_file={_quote(proto.source_file)}")
-    if proto.source_line:
-        parts.append(f"source_line={proto.source_line}")
-    if proto.source_end_line:
-        parts.append(f"source_end_line={proto.source_end_line}")
-    if proto.source_column:
-        parts.append(f"source_column={proto.source_column}")
-    if proto.source_end_column:
-        parts.append(f"source_end_column={proto.source_end_column}")
-    if proto.deduplicated_name:
-        parts.append(f"deduplicated_name={_quote(proto.deduplicated_name)}")
-    if proto.scheduling_name:
-        parts.append(f"scheduling_name={_quote(proto.scheduling_name)}")
-    if proto.stack_frame_id:
-        parts.append(f"stack_frame_id={proto.stack_frame_id}")
+    parts = []
+    for name, quoted in _METADATA_FIELDS:
+        value = getattr(proto, name)
+        if value:
+            parts.append(f"{name}={_quote(value) if quoted else value}")
     return "{" + " ".join(parts) + "}" if parts else None
 
 
