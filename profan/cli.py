@@ -50,14 +50,33 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
+        if "--chips" not in sub._option_string_actions:
+            sub.add_argument(
+                "--chips",
+                metavar="FILE",
+                dest="user_chips",
+                help="a TOML file of extra chips (same schema as profan/data/chips.toml)",
+            )
         sub.set_defaults(_run=module.run)
     return parser
+
+
+def _use_chip_file(path: str) -> None:
+    """Make a user's chip file part of the catalogue for this run (checked now, so a bad file
+    fails before any trace is read)."""
+    from profan.chips import USER_CHIPS_ENV, read_chip_file
+
+    read_chip_file(path)
+    # Every command reads the catalogue through profan.chips.catalogue(), which honours this.
+    os.environ[USER_CHIPS_ENV] = str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "user_chips", None):
+            _use_chip_file(args.user_chips)
         return int(args._run(args) or 0)
     except ProfanError as error:
         print(f"profan: error: {error}", file=sys.stderr)
