@@ -101,3 +101,17 @@ def _rule_contexts(analysis, monkeypatch: pytest.MonkeyPatch) -> list:
     monkeypatch.undo()
     assert captured
     return captured
+
+
+def test_markdown_and_html_show_the_wait_and_the_span(v6e_report) -> None:
+    from profan.report import html, markdown
+
+    op = _op(v6e_report, "copy-done.1")
+    cell = f"{seconds(op.measured_s)} w<br>span {seconds(op.async_span_s)}/{op.async_span_n}"
+    md_row = next(
+        line for line in markdown.render(v6e_report, top=20).splitlines() if "`copy-done.1`" in line
+    )
+    assert cell in md_row
+    page = html.render(v6e_report, {}, top=20)
+    row = page[page.index(">copy-done.1<") :]
+    assert cell in row[: row.index("</tr>")]

@@ -7,7 +7,7 @@ from html import escape
 
 from profan.report.format import percent, seconds, si
 from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
-from profan.report.terminal import sharding_lines
+from profan.report.terminal import measured_lines, sharding_lines
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }
@@ -117,7 +117,8 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         parts.append(
             "<tr>"
             f"<td class='name'>{e(op.name)}</td><td>{e(op.category)}</td>"
-            f"<td class='num'>{op.occurrences}</td><td class='num'>{seconds(op.measured_s)}</td>"
+            f"<td class='num'>{op.occurrences}</td>"
+            f"<td class='num'>{'<br>'.join(e(line) for line in measured_lines(op))}</td>"
             f"<td class='num'>{seconds(op.roofline_s)}</td><td>{e(op.bound_by)}</td>"
             f"<td class='num {_efficiency_class(op.efficiency)}'>{percent(op.efficiency)}</td>"
             f"<td class='num'>{si(op.flops)}</td>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from profan.report.format import percent, seconds, si
 from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
-from profan.report.terminal import sharding_lines
+from profan.report.terminal import measured_lines, sharding_lines
 
 
 def _cell(text: str) -> str:
@@ -48,7 +48,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
         "",
         f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
-        "executions (n counts every device).",
+        "executions (n counts every device); for async ops, measured is the exposed wait (w) and "
+        "span T/k the start-to-done time summed over the k executions the trace records.",
         "",
         "| op | category | n | measured | ideal | bound | eff | FLOPs | bytes | sharding | source"
         " | flags |",
@@ -57,7 +58,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     for op in report.ops[:top]:
         sharding = " ".join(sharding_lines(op)).strip()
         lines.append(
-            f"| `{_cell(op.name)}` | {op.category} | {op.occurrences} | {seconds(op.measured_s)} | "
+            f"| `{_cell(op.name)}` | {op.category} | {op.occurrences} | "
+            f"{'<br>'.join(measured_lines(op))} | "
             f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "
             f"{si(op.flops)} | {si(op.hbm_bytes + op.ici_bytes, 'B')} | {_cell(sharding)} | "
             f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
