@@ -107,6 +107,39 @@ def backend_config_json(raw: str | None) -> dict | None:
     return decoded if isinstance(decoded, dict) else None
 
 
+def backend_config(instruction: Instruction) -> dict | None:
+    """The instruction's backend config as a dict, whichever form XLA printed: JSON (quoted or
+    bare, most ops) or an MLIR attribute dictionary (typed-FFI custom calls such as
+    TransformerEngine's ``te_*_ffi`` and Pallas/Triton calls: ``{attn_heads = 16 : i64, ...}``).
+    ``None`` when absent or in neither form."""
+    decoded = instruction.backend_config_json
+    if decoded is not None:
+        return decoded
+    raw = instruction.backend_config
+    if not raw:
+        return None
+    text = raw.strip()
+    if text.startswith('"'):
+        text = unquote(text)
+    from profan.hlo.mlir_attributes import decode_attribute_dict
+
+    return decode_attribute_dict(text)
+
+
+def trip_count(instruction: Instruction) -> int | None:
+    """A ``while`` loop's trip count as XLA recorded it (``known_trip_count`` in its backend
+    config), ``None`` when the config does not say."""
+    config = instruction.backend_config_json
+    if not config:
+        return None
+    known = config.get("known_trip_count")
+    value = known.get("n") if isinstance(known, dict) else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 def string_attribute(instruction: Instruction, key: str) -> str | None:
     value = instruction.attributes.get(key)
     if value is None:
