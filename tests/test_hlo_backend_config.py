@@ -48,7 +48,8 @@ def test_synthetic_attribute_forms() -> None:
 
 
 def test_pallas_triton_call_config_from_a_real_gpu_dump() -> None:
-    dump = next((FIXTURES / "gpu_kernels" / "hlo").glob("*jit_pallas_matmul.*after_optimizations.txt"))
+    hlo_dir = FIXTURES / "gpu_kernels" / "hlo"
+    dump = next(hlo_dir.glob("*jit_pallas_matmul.*after_optimizations.txt"))
     module = parse_file(str(dump))
     call = next(i for i in module.instructions() if i.opcode == "custom-call")
     config = backend_config(call)
