@@ -16,7 +16,7 @@ def test_synthetic_te_attention_config_decodes_to_numbers() -> None:
     line = (
         "%ca = (bf16[2,2048,16,128]{3,2,1,0}, f32[2,16,2048,1]{3,2,1,0}) "
         "custom-call(bf16[2,2048,16,128]{3,2,1,0} %q, bf16[2,2048,16,128]{3,2,1,0} %k, "
-        "bf16[2,2048,16,128]{3,2,1,0} %v), custom_call_target=\"te_fused_attn_forward_ffi\", "
+        'bf16[2,2048,16,128]{3,2,1,0} %v), custom_call_target="te_fused_attn_forward_ffi", '
         "api_version=API_VERSION_TYPED_FFI, backend_config={attn_heads = 16 : i64, "
         "input_batch = 2 : i64, q_max_seqlen = 2048 : i64, kv_max_seqlen = 2048 : i64, "
         "qk_head_dim = 128 : i64, v_head_dim = 128 : i64, mask_type = 2 : i64, "
@@ -61,13 +61,15 @@ def test_pallas_triton_call_config_from_a_real_gpu_dump() -> None:
 
 def test_json_backend_config_and_trip_count() -> None:
     line = (
-        '%w = (s32[], f32[4]) while((s32[], f32[4]) %t), condition=%c, body=%b, '
+        "%w = (s32[], f32[4]) while((s32[], f32[4]) %t), condition=%c, body=%b, "
         'backend_config={"known_trip_count":{"n":"12"}}'
     )
     instruction = parse_instruction(line)
     assert backend_config(instruction) == {"known_trip_count": {"n": "12"}}
     assert trip_count(instruction) == 12
-    quoted = line.replace('backend_config={"known_trip_count":{"n":"12"}}',
-                          r'backend_config="{\"known_trip_count\":{\"n\":\"7\"}}"')
+    quoted = line.replace(
+        'backend_config={"known_trip_count":{"n":"12"}}',
+        r'backend_config="{\"known_trip_count\":{\"n\":\"7\"}}"',
+    )
     assert trip_count(parse_instruction(quoted)) == 7
     assert trip_count(parse_instruction(line.split(", backend_config")[0])) is None
