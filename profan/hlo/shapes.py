@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from profan.errors import HloSyntaxError
-from profan.hlo.model import UNBOUNDED_DIM, Layout, Shape
+from profan.hlo.model import DTYPE_BITS, UNBOUNDED_DIM, Layout, Shape
 from profan.paths import grammar_path
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
@@ -228,11 +229,35 @@ _SAME_SHAPE_OP_WORDS = (
 _SAME_SHAPE_OPS = frozenset(_SAME_SHAPE_OP_WORDS.split())
 
 
+def _dims_attribute(instruction: Any, key: str) -> list[int]:
+    text = instruction.attributes.get(key, "").strip().strip("{}")
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def _dot_shape(instruction: Any, lhs: Shape, rhs: Shape) -> Shape:
+    """XLA's dot shape inference: batch dims, then lhs free dims, then rhs free dims; the wider
+    element type of the two operands."""
+    if not (lhs.is_array and rhs.is_array):
+        return UNKNOWN_SHAPE
+    lhs_batch = _dims_attribute(instruction, "lhs_batch_dims")
+    rhs_batch = _dims_attribute(instruction, "rhs_batch_dims")
+    lhs_contracting = _dims_attribute(instruction, "lhs_contracting_dims")
+    rhs_contracting = _dims_attribute(instruction, "rhs_contracting_dims")
+    try:
+        dims = [lhs.dims[d] for d in lhs_batch]
+        dims += [size for d, size in enumerate(lhs.dims) if d not in lhs_batch + lhs_contracting]
+        dims += [size for d, size in enumerate(rhs.dims) if d not in rhs_batch + rhs_contracting]
+    except IndexError:
+        return UNKNOWN_SHAPE
+    dtype = lhs.dtype if DTYPE_BITS.get(lhs.dtype, 0) >= DTYPE_BITS.get(rhs.dtype, 0) else rhs.dtype
+    return Shape(dtype, tuple(dims), (False,) * len(dims))
+
+
 def infer_missing_shapes(instructions: list) -> None:
     """Fill in shapes the text left out, for the simple ops where it is plain; else unknown.
 
     XLA infers every left-out shape; profan does it for tuples, get-tuple-element, compare and
-    ops whose result has their operand's shape, which covers hand-written test HLO.
+    ops whose result has their operand's shape and dot, which covers hand-written test HLO.
     """
     shapes = {i.name: i.shape for i in instructions}
     for instruction in instructions:
@@ -255,6 +280,8 @@ def infer_missing_shapes(instructions: list) -> None:
         elif opcode == "compare" and operand_shapes and operand_shapes[0].is_array:
             source = operand_shapes[0]
             shape = Shape("pred", source.dims, source.dynamic, source.layout)
+        elif opcode == "dot" and len(operand_shapes) >= 2:
+            shape = _dot_shape(instruction, operand_shapes[0], operand_shapes[1])
         elif opcode in _SAME_SHAPE_OPS and operand_shapes:
             index = 1 if opcode in ("select", "clamp") and len(operand_shapes) > 1 else 0
             shape = operand_shapes[index]
