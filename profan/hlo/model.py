@@ -196,6 +196,10 @@ class Instruction:
     # this; a module never has it.
     operands_elided: bool = False
     elided_operand_count: int | None = None
+    # A get-tuple-element the text did not print: newer XLA writes an element of a tuple result
+    # as the operand `%name#N`; the parser adds the get-tuple-element (named `name#N`) that XLA's
+    # IR has, and the printer leaves it out again.
+    implicit: bool = False
     _metadata: Metadata | None = field(default=None, compare=False, repr=False)
     _backend_config: dict | bool | None = field(default=False, compare=False, repr=False)
 
@@ -203,8 +207,8 @@ class Instruction:
         # Memoised views are left out: they are rebuilt on first use.
         fields = (self.name, self.opcode, self.shape, self.operands, self.attributes)
         rest = (self.is_root, self.literal, self.parameter_number, self.computation)
-        if self.operands_elided:
-            rest += (True, self.elided_operand_count)
+        if self.operands_elided or self.implicit:
+            rest += (self.operands_elided, self.elided_operand_count, self.implicit)
         return (Instruction, fields + rest)
 
     @property

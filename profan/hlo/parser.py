@@ -458,6 +458,8 @@ class _ModelBuilder:
                 instructions.extend(item)
             else:
                 instructions.append(item)
+        if any("#" in o.name for i in instructions for o in i.operands):
+            instructions = _with_implicit_elements(instructions)
         for instruction in instructions:
             instruction.computation = name
         if sum(i.is_root for i in instructions) > 1:
@@ -598,6 +600,41 @@ class _ModelBuilder:
         if not computations:
             raise HloSyntaxError("module has no computations")
         return Module(name, computations, attributes, tables)
+
+
+def _with_implicit_elements(instructions: list[Instruction]) -> list[Instruction]:
+    """Add the get-tuple-element behind each ``%name#N`` operand (named ``name#N``, marked
+    implicit), right after the instruction whose tuple it reads; its shape is that element's."""
+    shapes = {i.name: i.shape for i in instructions}
+    wanted: dict[str, list[Instruction]] = {}
+    for instruction in instructions:
+        for operand in instruction.operands:
+            if "#" not in operand.name or operand.name in shapes:
+                continue
+            source, _, index_text = operand.name.rpartition("#")
+            shape = shapes.get(source)
+            index = int(index_text)
+            if shape is not None and shape.is_tuple and index < len(shape.tuple_shapes):
+                element = shape.tuple_shapes[index]
+            else:
+                element = UNKNOWN_SHAPE
+            element_instruction = Instruction(
+                operand.name,
+                "get-tuple-element",
+                element,
+                [Operand(source, None)],
+                {"index": index_text},
+                implicit=True,
+            )
+            shapes[operand.name] = element
+            wanted.setdefault(source, []).append(element_instruction)
+    out: list[Instruction] = []
+    for instruction in instructions:
+        out.append(instruction)
+        out.extend(wanted.pop(instruction.name, ()))
+    for leftover in wanted.values():  # elements of a name the computation does not define
+        out[:0] = leftover
+    return out
 
 
 def _is_token(item: Any) -> bool:

@@ -56,7 +56,7 @@ def _signature(computation: Computation) -> str:
 def computation_to_text(computation: Computation) -> str:
     head = "ENTRY " if computation.is_entry else ""
     lines = [f"{head}%{computation.name}{_signature(computation)} {{"]
-    lines.extend("  " + instruction_to_text(i) for i in computation.instructions)
+    lines.extend("  " + instruction_to_text(i) for i in computation.instructions if not i.implicit)
     tail = "}"
     if computation.execution_thread is not None:
         tail += f", execution_thread={quote(computation.execution_thread)}"
