@@ -50,7 +50,7 @@ def _task(name: str, path: str, scratch: str) -> dict:
     facts: dict = {}
     start = time.perf_counter()
     if name == "bare":
-        from profan.trace.protoschema import load_schema
+        from profan.trace.schema import load_schema
 
         space = load_schema("xplane.proto")["tensorflow.profiler.XSpace"].FromString(
             Path(path).read_bytes()

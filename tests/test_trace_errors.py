@@ -13,7 +13,7 @@ import pytest
 
 import profan
 from profan.errors import EXIT_BAD_INPUT, TraceError
-from profan.trace.protoschema import load_schema
+from profan.trace.schema import load_schema
 
 
 @pytest.fixture(autouse=True)

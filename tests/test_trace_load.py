@@ -18,7 +18,7 @@ import pytest
 import profan
 from profan.errors import TraceError
 from profan.trace.profile import OP_COLUMNS
-from profan.trace.protoschema import load_schema
+from profan.trace.schema import load_schema
 
 FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
 

@@ -31,7 +31,7 @@ from profan.hlo.model import (
     StackFrame,
     StackFrameTables,
 )
-from profan.trace.protoschema import load_schema
+from profan.trace.schema import load_schema
 
 _COMBINED_DIMENSION = -(2**63)  # a tile dimension printed as '*'
 

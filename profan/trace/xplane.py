@@ -15,8 +15,8 @@ xprof hlo_stats            4.27 s    4.2x         15x file
 xprof overview_page        4.01 s    3.9x         15x file
 =========================  ========  ===========  ============
 
-profan decodes XSpace with its own schema (``xplane.proto``,
-compiled at run time by ``protoschema``) on the ``protobuf`` runtime (upb), using *views* of
+profan decodes XSpace with its own schema (``xplane.proto``, committed as a descriptor set, see
+``profan.trace.schema``) on the ``protobuf`` runtime (upb), using *views* of
 the messages that leave each line's events serialized, and decodes the events in bulk with numpy
 (``profan.trace.wire``).  xprof's native reader (``xprof.profile_data``) hands out one ctypes
 object per event and stats as strings, which is far slower per event, needs the optional xprof
@@ -54,7 +54,7 @@ import numpy as np
 from google.protobuf.message import DecodeError, Message
 
 from profan.errors import TraceError
-from profan.trace.protoschema import load_schema
+from profan.trace.schema import load_schema
 from profan.trace.wire import (
     KIND_DOUBLE,
     KIND_GZIP,
