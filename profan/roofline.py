@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from profan.chips import Chip, chip_for_device, get_chip
-from profan.cost import OpCost, _Context, _estimate, called_computations
-from profan.cost.collectives import collective_time
+from profan.cost import CostModel, OpCost
+from profan.cost.interconnect import collective_time
 from profan.hlo.model import Computation, Instruction, Module
+from profan.hlo.views import called_computations
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -227,7 +228,7 @@ def score_module(module: Module, chip: Chip | str) -> pd.DataFrame:
     loop's known trip count when the backend config records one.
     """
     chip = resolve_chip(chip)
-    ctx = _Context(module)
+    model = CostModel(module)
     mesh_axes = _mesh_axes_by_name(module)
     devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
     rows = []
@@ -235,7 +236,7 @@ def score_module(module: Module, chip: Chip | str) -> pd.DataFrame:
         for instruction in computation.instructions:
             if instruction.opcode in FREE or instruction.opcode in CONTROL_FLOW:
                 continue
-            cost = _estimate(instruction, ctx)
+            cost = model.estimate(instruction)
             times = op_times(
                 cost,
                 chip,
@@ -367,7 +368,7 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
             aggregations[column] = (column, "first")  # first non-null value
     grouped = ops.groupby(["module", "_key", "op_name"], sort=False, dropna=False)
     summary = grouped.agg(**aggregations).reset_index()
-    contexts: dict[str, _Context] = {}
+    models: dict[str, CostModel] = {}
     meshes: dict[str, dict[str, tuple[int, ...]]] = {}
     rows = []
     for record in summary.to_dict("records"):
@@ -378,10 +379,10 @@ def _per_op_rows(profile: Profile, chip: Chip) -> pd.DataFrame:
         opcode = None
         category = "other"
         if instruction is not None and module is not None:
-            ctx = contexts.setdefault(module_key, _Context(module))
-            if module_key not in meshes:
+            if module_key not in models:
+                models[module_key] = CostModel(module)
                 meshes[module_key] = _mesh_axes_by_name(module)
-            cost = _estimate(instruction, ctx)
+            cost = models[module_key].estimate(instruction)
             opcode = instruction.opcode
             category = _category(instruction, module)
         cost_source = "profan"

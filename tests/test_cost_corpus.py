@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profan.cost import _Context, _estimate
+from profan.cost import CostModel
 from profan.cost.flops import einsum_flops, int_list
 from profan.hlo.parser import parse_module
 from profan.roofline import score_module
@@ -30,13 +30,13 @@ def test_every_instruction_costs_without_error_and_dots_match_einsum(corpus_dir:
             module = parse_module(path.read_text(), file=str(path))
         except Exception:  # the parser's business, tested elsewhere
             continue
-        ctx = _Context(module)
+        model = CostModel(module)
         for instruction in module.instructions():
-            cost = _estimate(instruction, ctx)  # must not raise
+            cost = model.estimate(instruction)  # must not raise
             instructions += 1
             if instruction.opcode != "dot" or cost.flops is None:
                 continue
-            lhs, rhs = (ctx.operand_shape(instruction, i) for i in (0, 1))
+            lhs, rhs = (model.operand_shape(instruction, i) for i in (0, 1))
             if lhs is None or rhs is None or not lhs.is_array or not rhs.is_array:
                 continue
             attrs = instruction.attributes
@@ -58,10 +58,10 @@ def test_cudnn_fused_attention_forward_flops(corpus_dir: Path) -> None:
     # XLA's own GPU test module: softmax(Q K^T) V with B=4, H=4, S=1024, D=64
     path = corpus_dir / "hlo" / "xla" / "xla__backends__gpu__tests__gpu_fused_mha_test__23.hlo"
     module = parse_module(path.read_text(), file=str(path))
-    ctx = _Context(module)
+    model = CostModel(module)
     calls = [i for i in module.instructions() if i.opcode == "custom-call"]
     fmha = next(i for i in calls if "fmhaSoftmax" in i.attributes.get("custom_call_target", ""))
-    cost = _estimate(fmha, ctx)
+    cost = model.estimate(fmha)
     batch, heads, seq, head_dim = 4, 4, 1024, 64
     assert cost.flops == 4 * batch * heads * seq * seq * head_dim  # two matmuls of 2*B*H*S*S*D
     assert cost.transcendentals == batch * heads * seq * seq

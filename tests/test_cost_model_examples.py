@@ -7,7 +7,7 @@ import pytest
 from profan.chips import get_chip
 from profan.cost import estimate
 from profan.cost.bytes import array_bytes, padded_dims
-from profan.cost.collectives import collective_time
+from profan.cost.interconnect import collective_time
 from profan.hlo.model import Layout, Shape
 from profan.hlo.parser import parse_instruction
 

@@ -1,64 +1,32 @@
-"""Time of a collective over the interconnect (MODEL.md section 4).
+"""Collectives: who talks to whom (replica groups, the mesh axes a group spans), the full array
+``V`` the interconnect model times, and the bytes each device sends.
 
-Bandwidth-bound times, with ``V`` the bytes of the full (unsharded along the axis) array:
-
-* all-gather / reduce-scatter: ``V / (W_bi x n_axes)`` on a full ring (wraparound link present);
-  without the wraparound only one direction is usable: ``(n-1)/n x V / (W_uni x n_axes)``
-  (MODEL.md 5b: 3 hops of an 8.4 MB shard at 4.5e10 B/s on a 4-long axis);
-* all-reduce: twice the all-gather;
-* all-to-all: a quarter of the all-gather on a bidirectional ring (half without wraparound);
-* collective-permute: each device sends its buffer one hop: ``bytes / W_uni``.
-
-Switched fabrics (NVLink/NVSwitch, Infinity Fabric) use a ring over the device's total egress
-bandwidth ``links x W_uni``: ``(n-1)/n x V / (links x W_uni)``.  Groups that cross hosts/slices
-use the DCN figure instead.
-
-Latency floor: each hop costs ``ici_hop_latency_s`` (≈1 µs); a ring of ``n`` with wraparound needs
-≈``n/2`` hops, without it ``n-1``.  ``T = max(T_hop x hops, T_bandwidth)``.
+A collective's time on a chip is the roofline's business (``profan.roofline.interconnect``);
+here only the facts of the instruction are read.  Async pairs: the ``-start`` carries the
+transfer, the ``-done`` waits for it; both carry the ``CollectiveInfo``.  Fusions that are really
+collectives (TPU's ``calls=%all-reduce-scatter.3``) and ``async-start`` wrapping a collective are
+recognised here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 
-from profan.chips import Chip
+from profan.cost import bytes as sizes
+from profan.cost.context import CostContext, size
+from profan.cost.flops import int_list
+from profan.cost.model import CollectiveInfo, OpCost
+from profan.errors import HloSyntaxError
+from profan.hlo.devices import decode_replica_groups
+from profan.hlo.model import Instruction, Module
+from profan.hlo.opcodes import base_opcode
+from profan.hlo.views import called_computations
 
 # Collective kinds profan models, keyed by the HLO opcode with any -start/-done removed.
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveTime:
-    """A collective's predicted time and how it was derived."""
-
-    kind: str
-    full_bytes: int  # V: bytes of the full array along the collective's axis
-    group_size: int
-    n_axes: int
-    wraparound: bool
-    link: str  # "ici" | "dcn" | "switched" | "none"
-    bandwidth_bytes_per_s: float  # the bandwidth the formula divided by
-    hops: int
-    t_bandwidth_s: float
-    t_latency_s: float
-
-    @property
-    def t_s(self) -> float:
-        return max(self.t_bandwidth_s, self.t_latency_s)
-
-    @property
-    def latency_bound(self) -> bool:
-        return self.t_latency_s > self.t_bandwidth_s
-
-    def describe(self) -> str:
-        bound = "latency-bound" if self.latency_bound else "bandwidth-bound"
-        ring = "full ring" if self.wraparound else "no wraparound"
-        return (
-            f"{self.kind} V={self.full_bytes} B over {self.group_size} devices, "
-            f"{self.n_axes} axis(es), {self.link} ({ring}) at "
-            f"{self.bandwidth_bytes_per_s:.3g} B/s: {self.t_bandwidth_s * 1e6:.3g} us bandwidth, "
-            f"{self.hops} hop(s) = {self.t_latency_s * 1e6:.3g} us latency; {bound}"
-        )
+ASYNC_KIND_OPCODES = frozenset(
+    kind + suffix for kind in KINDS for suffix in ("", "-start", "-done", "-update")
+)
 
 
 def sent_bytes_per_device(kind: str, full_bytes: int, group_size: int) -> float:
@@ -73,86 +41,156 @@ def sent_bytes_per_device(kind: str, full_bytes: int, group_size: int) -> float:
     return share * full_bytes
 
 
-def collective_time(
-    kind: str,
-    full_bytes: int,
-    group_size: int,
-    chip: Chip,
-    *,
-    n_axes: int = 1,
-    axis_sizes: tuple[int, ...] | None = None,
-    slice_shape: tuple[int, ...] | None = None,
-    slice_devices: int | None = None,
-    crosses_hosts: bool = False,
-) -> CollectiveTime:
-    """Predicted time of one collective on ``chip`` (see the module docstring for the model).
+def _decode_groups(text: str | None, module: Module | None) -> list[list[int]]:
+    num_devices = None
+    if module is not None:
+        num_devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
+    if text is None:
+        return [list(range(num_devices))] if num_devices else []
+    try:
+        groups = decode_replica_groups(text, num_devices=num_devices)
+    except HloSyntaxError:  # a form the decoder does not know: read the explicit lists
+        groups = [int_list(g) for g in re.findall(r"\{([\d,\s]*)\}", text)]
+    groups = [g for g in groups if g]
+    if not groups and num_devices:
+        groups = [list(range(num_devices))]
+    return groups
 
-    ``axis_sizes`` are the sizes of the mesh axes the groups span (their product is the group
-    size); they decide whether each axis has its wraparound link, with the slice's shape or device
-    count where known.  ``crosses_hosts`` selects DCN.
+
+def axis_decomposition(group: list[int]) -> tuple[int, ...]:
+    """Sizes of the mesh axes a group of device ids spans, read off its strides.
+
+    ``{0,16,32,…}`` is one axis; ``{0,1,4,5}`` is two axes of 2 (stride 1, then stride 4).
+    A group that is no product of strided runs counts as one axis of its size.
     """
-    if kind not in KINDS:
-        raise ValueError(f"not a collective kind: {kind!r}")
-    n_axes = max(1, n_axes)
-    if axis_sizes is None:
-        axis_sizes = (group_size,) if n_axes == 1 else (round(group_size ** (1 / n_axes)),) * n_axes
-    if group_size <= 1 or full_bytes <= 0:
-        return CollectiveTime(kind, full_bytes, group_size, n_axes, True, "none", 0.0, 0, 0.0, 0.0)
-    share = (group_size - 1) / group_size
-    hop_s = chip.ici_hop_latency_s
+    ids = sorted(group)
+    if len(ids) <= 2:
+        return (len(ids),)
+    sizes_found: list[int] = []
+    while len(ids) > 1:
+        stride = ids[1] - ids[0]
+        run = 1
+        while run < len(ids) and ids[run] - ids[run - 1] == stride:
+            run += 1
+        if len(ids) % run:
+            return (len(group),)
+        blocks = [ids[i : i + run] for i in range(0, len(ids), run)]
+        if any(
+            [b - block[0] for b in block] != [i * stride for i in range(run)] for block in blocks
+        ):
+            return (len(group),)
+        sizes_found.append(run)
+        ids = [block[0] for block in blocks]
+    return tuple(sizes_found)
 
-    if crosses_hosts:
-        link = "dcn"
-        wraparound = True
-        bandwidth = chip.dcn_bytes_per_s
-        t_gather = share * full_bytes / bandwidth
-        hops = group_size - 1
-    elif chip.topology in ("switched", "fully-connected", "none"):
-        link = "switched"
-        wraparound = True
-        bandwidth = chip.ici_links * chip.ici_link_bytes_per_s_uni
-        t_gather = share * full_bytes / bandwidth
-        hops = group_size - 1  # a ring algorithm takes n-1 steps
-    else:
-        link = "ici"
-        wraparound = all(
-            chip.has_wraparound(size, slice_shape, slice_devices) for size in axis_sizes
-        )
-        if wraparound:
-            bandwidth = chip.ici_link_bytes_per_s_bi * n_axes
-            t_gather = full_bytes / bandwidth
-            hops = sum(max(1, size // 2) for size in axis_sizes)
-        else:
-            bandwidth = chip.ici_link_bytes_per_s_uni * n_axes
-            t_gather = share * full_bytes / bandwidth
-            hops = sum(max(1, size - 1) for size in axis_sizes)
 
-    if kind in ("all-gather", "reduce-scatter"):
-        t_bandwidth = t_gather
-    elif kind == "all-reduce":
-        t_bandwidth = 2 * t_gather
-        hops *= 2  # a reduce-scatter then an all-gather
-    elif kind == "all-to-all":
-        t_bandwidth = t_gather / (4 if wraparound else 2)
-    else:  # collective-permute: each device's buffer moves one hop
-        per_link = chip.dcn_bytes_per_s if crosses_hosts else chip.ici_link_bytes_per_s_uni
-        bandwidth = per_link
-        t_bandwidth = full_bytes / per_link
-        hops = 1
-    return CollectiveTime(
+def collective_info(instruction: Instruction, model: CostContext, kind: str) -> CollectiveInfo:
+    """Group size, axes spanned and the full bytes ``V`` of a collective instruction."""
+    groups = _decode_groups(instruction.attributes.get("replica_groups"), model.module)
+    if kind == "collective-permute":
+        pairs = instruction.attributes.get("source_target_pairs", "")
+        devices = set(int_list(pairs))
+        groups = [sorted(devices)] if devices else groups
+    group_size = len(groups[0]) if groups else 1
+    axis_sizes = axis_decomposition(groups[0]) if groups else (1,)
+    in_bytes = sum(
+        sizes.array_bytes(leaf)
+        for shape in model.operand_shapes(instruction)
+        if shape
+        for leaf in shape.leaves()
+        if leaf.is_array
+    )
+    out_shape = instruction.shape
+    out_leaves = [leaf for leaf in out_shape.leaves() if leaf.is_array]
+    if kind == "all-gather" and instruction.opcode.endswith("-start") and out_shape.is_tuple:
+        out_leaves = [leaf for leaf in out_shape.tuple_shapes[-1].leaves() if leaf.is_array]
+    out_bytes = sum(sizes.array_bytes(leaf) for leaf in out_leaves)
+    if kind == "all-gather":
+        full = out_bytes if out_bytes >= in_bytes else in_bytes * group_size
+    elif kind == "collective-permute":
+        full = in_bytes
+    else:  # reduce-scatter, all-reduce, all-to-all: the input is the full array
+        full = in_bytes if in_bytes else out_bytes
+    return CollectiveInfo(
         kind=kind,
-        full_bytes=full_bytes,
+        full_bytes=int(full),
         group_size=group_size,
-        n_axes=n_axes,
-        wraparound=wraparound,
-        link=link,
-        bandwidth_bytes_per_s=bandwidth,
-        hops=hops,
-        t_bandwidth_s=t_bandwidth,
-        t_latency_s=hops * hop_s,
+        groups=groups,
+        n_axes=len(axis_sizes),
+        axis_sizes=axis_sizes,
     )
 
 
-def latency_floor_s(kind: str, group_size: int, chip: Chip, *, n_axes: int = 1) -> float:
-    """The smallest time a collective over ``group_size`` devices can take on ``chip``."""
-    return collective_time(kind, 1, group_size, chip, n_axes=n_axes).t_latency_s
+def attach(cost: OpCost, info: CollectiveInfo) -> None:
+    """Give ``cost`` the collective and the bytes each device sends for it."""
+    cost.collective = info
+    cost.ici_bytes = sent_bytes_per_device(info.kind, info.full_bytes, info.group_size)
+
+
+def collective(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    """A collective op (or one half of an async pair)."""
+    return _collective(instruction, model, cost, base_opcode(instruction.opcode))
+
+
+def _collective(instruction: Instruction, model: CostContext, cost: OpCost, kind: str) -> OpCost:
+    opcode = instruction.opcode
+    if opcode.endswith("-done"):
+        cost.async_role = "done"
+        cost.hbm_bytes_read = cost.hbm_bytes_written = 0.0
+        start = model.operand(instruction, 0)
+        if start is not None:
+            started = _collective(start, model, OpCost(0.0, 0.0, 0.0, 0.0), kind)
+            cost.collective = started.collective
+        cost.derivation.append(f"{opcode}: waits for its -start, which carries the transfer")
+        return cost
+    if opcode.endswith("-start"):
+        cost.async_role = "start"
+    info = collective_info(instruction, model, kind)
+    attach(cost, info)
+    if kind == "all-reduce":
+        # XLA: one FLOP per output element (the combiner applied once per element)
+        leaves = [leaf for leaf in instruction.shape.leaves() if leaf.is_array]
+        cost.flops = float(sum(leaf.num_elements for leaf in leaves))
+        cost.hbm_bytes_written = float(sum(size(leaf) for leaf in leaves))
+    cost.derivation.append(
+        f"{opcode}: V={info.full_bytes} B over groups of {info.group_size} "
+        f"({info.n_axes} axis/axes {list(info.axis_sizes)}), sends {cost.ici_bytes:.0f} B"
+    )
+    return cost
+
+
+def fused_collective_kind(
+    instruction: Instruction, model: CostContext
+) -> tuple[str, Instruction | None]:
+    """A kCustom fusion that is really a collective (TPU: ``calls=%all-reduce-scatter.3``): its
+    kind and the collective inside its body, if any (``("", None)`` for other fusions)."""
+    for name in called_computations(instruction):
+        lowered = name.lower()
+        if lowered.startswith("all-reduce-scatter") or lowered.startswith("reduce-scatter"):
+            kind = "reduce-scatter"
+        elif lowered.startswith("all-gather"):
+            kind = "all-gather"
+        elif lowered.startswith("all-reduce"):
+            kind = "all-reduce"
+        elif lowered.startswith("all-to-all"):
+            kind = "all-to-all"
+        else:
+            continue
+        body = model.callee(name)
+        inner = None
+        if body is not None:
+            inner = next((i for i in body.instructions if base_opcode(i.opcode) in KINDS), None)
+        return kind, inner
+    return "", None
+
+
+def wrapped_collective(instruction: Instruction, model: CostContext) -> Instruction | None:
+    """The collective an ``async-start`` runs (its called computation's collective), if any."""
+    for name in called_computations(instruction):
+        body = model.callee(name)
+        if body is None:
+            continue
+        for inner in body.instructions:
+            if base_opcode(inner.opcode) in KINDS:
+                return inner
+    return None

@@ -1,0 +1,65 @@
+"""Control flow (``while``, ``call``, ``conditional``) and ``async-start``/``async-done``: the cost
+of the called computations, counted as XLA's cost analysis counts them (a loop body once)."""
+
+from __future__ import annotations
+
+from profan.cost.collectives import attach, collective_info, wrapped_collective
+from profan.cost.context import CostContext
+from profan.cost.model import OpCost
+from profan.hlo.model import Instruction
+from profan.hlo.opcodes import base_opcode
+from profan.hlo.views import called_computations
+
+
+def control_flow(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    names = called_computations(instruction)
+    computations = [model.callee(name) for name in names]
+    if not names or any(c is None for c in computations):
+        cost.flops = cost.transcendentals = None
+        cost.derivation.append(f"{instruction.opcode}: called computations not available")
+        return cost
+    subtotals = [model.computation_cost(c) for c in computations if c is not None]
+    if instruction.opcode == "conditional":
+        total = subtotals[0]
+        for other in subtotals[1:]:
+            total.flops = max(total.flops or 0.0, other.flops or 0.0)
+            total.transcendentals = max(total.transcendentals or 0.0, other.transcendentals or 0.0)
+            total.hbm_bytes_read = max(total.hbm_bytes_read, other.hbm_bytes_read)
+            total.hbm_bytes_written = max(total.hbm_bytes_written, other.hbm_bytes_written)
+        how = "the costliest branch"
+    else:
+        total = OpCost(0.0, 0.0, 0.0, 0.0)
+        for sub in subtotals:
+            total.add(sub)
+        how = "one pass over " + ", ".join(names)
+    total.dtype = cost.dtype
+    total.derivation.append(
+        f"{instruction.opcode}: {how} (XLA's convention; trip count not applied)"
+    )
+    return total
+
+
+def async_wrapper(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    """``async-start`` costs what its called computation costs (XLA); ``async-done`` waits.
+
+    When the wrapped computation is a collective, both carry its ``CollectiveInfo`` and the
+    pair is timed as that collective (on the done, see ``profan.roofline``).
+    """
+    if instruction.opcode == "async-start":
+        total = control_flow(instruction, model, cost)
+        total.async_role = "start"
+        start: Instruction | None = instruction
+    else:
+        total = cost
+        total.async_role = "done"
+        total.derivation.append("async-done: waits for its async-start")
+        start = model.operand(instruction, 0)
+    inner = wrapped_collective(start, model) if start is not None else None
+    if inner is not None:
+        kind = base_opcode(inner.opcode)
+        info = collective_info(inner, model, kind)
+        attach(total, info)
+        total.derivation.append(
+            f"asynchronous {kind}: V={info.full_bytes} B, groups of {info.group_size}"
+        )
+    return total

@@ -1,0 +1,21 @@
+"""Fast Fourier transforms."""
+
+from __future__ import annotations
+
+import math
+
+from profan.cost.context import CostContext, elements, first_array
+from profan.cost.flops import int_list
+from profan.cost.model import OpCost
+from profan.hlo.model import Instruction
+
+
+def fft(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    lengths = int_list(instruction.attributes.get("fft_length"))
+    factor = 1
+    for length in lengths:
+        factor *= max(int(math.log2(length)), 0) if length > 0 else 0
+    real = first_array(model.operand_shape(instruction, 0))
+    cost.flops = float(2 * 4 * factor * elements(real))
+    cost.derivation.append("fft: 8 x n log2 n")
+    return cost
