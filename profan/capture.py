@@ -1,0 +1,307 @@
+"""Run a JAX program, profile it and analyse the profile in one call.
+
+``profan.capture(fn, *args, steps=3, warmup=1, **kwargs)`` compiles ``fn`` and runs the warm-up
+steps outside the trace, records ``steps`` steps with ``jax.profiler`` into a private temporary
+directory and returns the analysed ``Report`` (``Report.to_dict()`` is the JSON report). The HLO of
+the programs comes from the trace itself, so no XLA dump flags are needed.
+
+Code that runs its own loop uses the same machinery as a context manager::
+
+    with profan.Capture(steps=3, warmup=1) as run:
+        for batch in batches:
+            with run.step():
+                state = train_step(state, batch)
+    report = run.report
+
+The first ``warmup`` steps run untraced, the next ``steps`` are traced (one profiler step each)
+and any later steps run untraced again. JAX is imported only when a capture starts: without the
+``[jax]`` extra the rest of profan works and ``capture`` says how to install it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+from profan.errors import ProfanError
+
+if TYPE_CHECKING:  # this module stays light: ``import profan`` re-exports it
+    from profan.report.config import RuleConfig
+    from profan.report.model import Report
+
+# The event JAX records (jax.monitoring) each time XLA compiles a program.
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+# Step annotations carry this name (profan's loaders read steps from StepTraceAnnotation).
+STEP_NAME = "profan_step"
+
+
+class CaptureError(ProfanError):
+    """A capture that cannot run: no JAX, a profiler already running, nothing traced."""
+
+
+class CaptureWarning(UserWarning):
+    """Something in the traced steps that distorts what they show (e.g. a compilation)."""
+
+
+def _jax() -> ModuleType:
+    try:
+        import jax
+    except ImportError:
+        raise CaptureError(
+            "profan.capture needs JAX: pip install 'profan[jax]' (or install jax for your "
+            "accelerator, see https://docs.jax.dev/en/latest/installation.html)"
+        ) from None
+    return jax
+
+
+@dataclass(slots=True)
+class CaptureInfo:
+    """How a capture ran (kept in the report under ``trace.capture``)."""
+
+    function: str
+    steps: int
+    warmup: int
+    traced_steps: int = 0
+    # XLA compilations that ran while the profiler recorded: the steps' times include them and
+    # a program that recompiles every step is itself a performance bug
+    compilations_in_trace: int = 0
+    step_wall_s: list[float] = field(default_factory=list)  # host wall time of each traced step
+    trace_kept: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "function": self.function,
+            "steps": self.steps,
+            "warmup": self.warmup,
+            "traced_steps": self.traced_steps,
+            "compilations_in_trace": self.compilations_in_trace,
+            "step_wall_s": list(self.step_wall_s),
+            "trace_kept": self.trace_kept,
+        }
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None and hasattr(fn, "func"):  # functools.partial
+        return _name_of(fn.func)
+    return str(name or type(fn).__name__)
+
+
+class Capture:
+    """Profile the steps of a loop the caller runs (see the module docstring).
+
+    ``keep_trace``: False deletes the trace after the analysis; True keeps the private temporary
+    directory; a path writes the trace there (its earlier runs are left alone). ``chip`` and
+    ``rules`` are passed to the analysis as ``profan report --chip`` and ``[rules]`` would be.
+    """
+
+    def __init__(
+        self,
+        *,
+        steps: int = 3,
+        warmup: int = 1,
+        keep_trace: bool | str | Path = False,
+        chip: str | None = None,
+        rules: RuleConfig | None = None,
+        name: str = "steps",
+    ) -> None:
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise CaptureError(f"steps must be a positive integer, got {steps!r}")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise CaptureError(f"warmup must be an integer >= 0, got {warmup!r}")
+        self.steps = steps
+        self.warmup = warmup
+        if isinstance(keep_trace, str | Path):
+            if not str(keep_trace):
+                raise CaptureError("keep_trace: an empty path")
+            self._keep_path: Path | None = Path(keep_trace)
+            self._keep_temp = False
+        else:
+            self._keep_path, self._keep_temp = None, bool(keep_trace)
+        self.chip = chip
+        self.rules = rules
+        self.info = CaptureInfo(name, steps, warmup)
+        self.report: Report | None = None
+        self._jax: ModuleType | None = None
+        self._dir: Path | None = None
+        self._tracing = False
+        self._done = False
+        self._seen = 0  # steps entered so far, warm-up included
+        self._compiles = 0
+
+    # -- the loop's side ----------------------------------------------------------------------
+
+    def __enter__(self) -> Capture:
+        self._jax = _jax()
+        self._dir = self._trace_dir()
+        return self
+
+    @contextmanager
+    def step(self, wait: Any = None) -> Iterator[None]:
+        """One step of the loop. ``wait``: arrays to wait for at its end (default: every live
+        array, so the step's device work is inside the step)."""
+        if self._jax is None:
+            raise CaptureError("Capture.step() used outside `with Capture(...)`")
+        index = self._seen
+        self._seen += 1
+        traced = self.warmup <= index < self.warmup + self.steps
+        if traced and not self._tracing:
+            self._start()
+        if not traced:
+            yield
+            self._sync(wait)
+            return
+        number = index - self.warmup
+        started = time.perf_counter()
+        with self._jax.profiler.StepTraceAnnotation(STEP_NAME, step_num=number):
+            yield
+            self._sync(wait)
+        self.info.step_wall_s.append(time.perf_counter() - started)
+        self.info.traced_steps += 1
+        if self.info.traced_steps == self.steps:
+            self._stop()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if self._tracing:
+                self._stop()
+            if kind is None:
+                self.report = self._analyse()
+        finally:
+            if not self._keep_temp and self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _trace_dir(self) -> Path:
+        # Always a fresh private directory (mkdtemp: readable by its owner only), so that the
+        # profiler's run is the only one there; a ``keep_trace`` path receives it afterwards.
+        return Path(tempfile.mkdtemp(prefix="profan-capture-"))
+
+    def _sync(self, wait: Any) -> None:
+        assert self._jax is not None
+        jax = self._jax
+        jax.block_until_ready(jax.live_arrays() if wait is None else wait)
+
+    def _on_event(self, event: str, duration_s: float, **_: Any) -> None:
+        if event == _COMPILE_EVENT:
+            self._compiles += 1
+
+    def _start(self) -> None:
+        assert self._jax is not None and self._dir is not None
+        try:
+            self._jax.profiler.start_trace(str(self._dir))
+        except RuntimeError as error:
+            raise CaptureError(
+                f"cannot start the JAX profiler ({error}); is another trace running? "
+                "profan.capture records its own trace"
+            ) from None
+        self._jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        self._tracing = True
+
+    def _stop(self) -> None:
+        assert self._jax is not None
+        self._tracing = False
+        self._jax.monitoring.unregister_event_duration_listener(self._on_event)
+        self._jax.profiler.stop_trace()
+        self.info.compilations_in_trace = self._compiles
+        if self._compiles:
+            warnings.warn(
+                CaptureWarning(
+                    f"profan.capture({self.info.function}): {self._compiles} XLA compilation(s) "
+                    "ran inside the traced steps, so their times include compiling; if every "
+                    "step compiles, shapes or static arguments change between steps"
+                ),
+                stacklevel=4,
+            )
+
+    def _analyse(self) -> Report:
+        from profan.report.pipeline import report_for
+
+        assert self._dir is not None
+        if self.info.traced_steps == 0:
+            raise CaptureError(
+                f"profan.capture({self.info.function}): no step was traced: the loop ran "
+                f"{self._seen} step(s) and the first {self.warmup} are warm-up"
+            )
+        runs = _runs(self._dir)
+        if len(runs) != 1:
+            raise CaptureError(f"the JAX profiler wrote {len(runs)} runs under {self._dir}")
+        report = report_for(self._dir, chip=self.chip, run=runs[0], config=self.rules)
+        folder, run = self._dir, runs[0]
+        if self._keep_path is not None:
+            folder, run = self._keep_path, _move_run(self._dir, runs[0], self._keep_path)
+        self.info.trace_kept = self._keep_temp or self._keep_path is not None
+        report.trace = {
+            **report.trace,
+            "path": str(folder)
+            if self.info.trace_kept
+            else f"<profan.capture of {self.info.function}; trace not kept>",
+            "run": run,
+            "capture": self.info.to_dict(),
+        }
+        return report
+
+
+def _move_run(source: Path, run: str, destination: Path) -> str:
+    """Move the profiler's run into ``destination``'s ``plugins/profile``, under a new name when
+    that run name (the profiler's timestamp, to the second) is taken there."""
+    profile = destination / "plugins" / "profile"
+    profile.mkdir(parents=True, exist_ok=True)
+    name, n = run, 1
+    while (profile / name).exists():
+        name, n = f"{run}_{n}", n + 1
+    shutil.move(str(source / "plugins" / "profile" / run), str(profile / name))
+    return name
+
+
+def _runs(folder: Path) -> list[str]:
+    """The profiler's run directories (``plugins/profile/<run>``) under a trace directory."""
+    profile = folder / "plugins" / "profile"
+    return sorted(p.name for p in profile.iterdir() if p.is_dir()) if profile.is_dir() else []
+
+
+def capture(
+    fn: Callable[..., Any],
+    *args: Any,
+    steps: int = 3,
+    warmup: int = 1,
+    keep_trace: bool | str | Path = False,
+    chip: str | None = None,
+    rules: RuleConfig | None = None,
+    **kwargs: Any,
+) -> Report:
+    """Profile ``fn(*args, **kwargs)`` for ``steps`` steps after ``warmup`` untraced ones.
+
+    ``fn`` is compiled before the trace starts even with ``warmup=0`` (when it is a jitted
+    function); each step waits for its outputs. ``steps``, ``warmup``, ``keep_trace``, ``chip``
+    and ``rules`` belong to capture; every other keyword goes to ``fn`` (wrap ``fn`` in
+    ``functools.partial`` to pass one of those names to it).
+    """
+    jax = _jax()
+    name = _name_of(fn)
+    if warmup == 0 and hasattr(fn, "lower"):
+        # compile outside the trace; jax reuses the executable for the call
+        fn.lower(*args, **kwargs).compile()
+    session = Capture(
+        steps=steps, warmup=warmup, keep_trace=keep_trace, chip=chip, rules=rules, name=name
+    )
+    with session:
+        for _ in range(warmup + steps):
+            with session.step(wait=()):
+                jax.block_until_ready(fn(*args, **kwargs))
+    assert session.report is not None
+    return session.report
