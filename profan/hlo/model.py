@@ -219,11 +219,9 @@ class Instruction:
     @property
     def metadata(self) -> Metadata:
         """``metadata={...}`` decoded (all fields ``None`` when absent); memoised."""
-        if self._metadata is None:
-            from profan.hlo.views import decode_metadata
+        from profan.hlo.views import metadata
 
-            self._metadata = decode_metadata(self.attributes.get("metadata"))
-        return self._metadata
+        return metadata(self)
 
     @property
     def called_computations(self) -> list[str]:
@@ -239,12 +237,10 @@ class Instruction:
 
     @property
     def backend_config_json(self) -> dict | None:
-        """The backend config decoded as JSON, ``None`` when absent or not JSON; memoised."""
-        if self._backend_config is False:
-            from profan.hlo.views import backend_config_json
+        """The backend config decoded (JSON or MLIR attributes), ``None`` when absent."""
+        from profan.hlo.views import backend_config
 
-            self._backend_config = backend_config_json(self.backend_config)
-        return self._backend_config  # type: ignore[return-value]
+        return backend_config(self)
 
     @property
     def fusion_kind(self) -> str | None:
@@ -392,6 +388,11 @@ class Module:
         from profan.hlo.printer import module_to_text
 
         return module_to_text(self)
+
+    @property
+    def num_devices(self) -> int:
+        """Devices one execution runs on: partitions times replicas (at least 1)."""
+        return max(self.num_partitions, 1) * max(self.replica_count, 1)
 
     @property
     def num_partitions(self) -> int:

@@ -32,27 +32,15 @@ from profan.hlo.model import (
     StackFrame,
     StackFrameTables,
 )
+from profan.hlo.opcodes import ASYNC_SUFFIXES, NATIVE_ASYNC_OPCODES
 from profan.hlo.shapes import UNKNOWN_SHAPE, decode_shape, infer_missing_shapes
 from profan.hlo.text import unquote
+from profan.hlo.views import CALLED_COMPUTATION_ATTRIBUTES
 from profan.paths import grammar_path
 
 _GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
 # Attributes whose value names computations (or, written inline, holds one).
-_COMPUTATION_ATTRIBUTES = frozenset(
-    {
-        "to_apply",
-        "calls",
-        "body",
-        "condition",
-        "branch_computations",
-        "true_computation",
-        "false_computation",
-        "called_computations",
-        "select",
-        "scatter",
-        "comparator",
-    }
-)
+_COMPUTATION_ATTRIBUTES = frozenset(CALLED_COMPUTATION_ATTRIBUTES)
 # What the grammar's _LEAD matches: blanks and comments before a token.
 _LEAD = re.compile(r"(?:\s++|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+")
 _LEAD_CHARS = frozenset(" \t\r\n\f\v/")
@@ -64,25 +52,6 @@ _COMMENT_OR_STRING = re.compile(r'("(?:[^"\\]|\\.)*")|/\*(?:[^*]|\*(?!/))*\*/|//
 _HEAD = re.compile(
     r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
 )
-# Ops that have their own async halves; any other `X-start` is XLA's async sugar.
-_NATIVE_ASYNC_OPCODES = frozenset(
-    {
-        "async-start",
-        "async-update",
-        "async-done",
-        "all-reduce-start",
-        "all-reduce-done",
-        "all-gather-start",
-        "all-gather-done",
-        "collective-permute-start",
-        "collective-permute-done",
-        "copy-start",
-        "copy-done",
-        "send-done",
-        "recv-done",
-    }
-)
-_ASYNC_SUFFIXES = ("-start", "-update", "-done")
 # Attributes that stay on the async-start rather than moving to the wrapped op.
 _ASYNC_ATTRIBUTES = frozenset(
     {"async_execution_thread", "metadata", "frontend_attributes", "control-predecessors"}
@@ -466,10 +435,10 @@ class _ModelBuilder:
             raise _error_at(name_token, f"computation {name} has more than one ROOT")
         if any(i.shape is UNKNOWN_SHAPE for i in instructions):
             infer_missing_shapes(instructions)
-        if any(i.opcode.endswith(_ASYNC_SUFFIXES) for i in instructions):
+        if any(i.opcode.endswith(ASYNC_SUFFIXES) for i in instructions):
             calls: dict[str, str] = {}  # async-start name -> the computation it calls
             for instruction in instructions:
-                if instruction.opcode.endswith(_ASYNC_SUFFIXES):
+                if instruction.opcode.endswith(ASYNC_SUFFIXES):
                     self._unsugar_async(instruction, calls)
         return Computation(name, instructions, is_entry, execution_thread)
 
@@ -478,7 +447,7 @@ class _ModelBuilder:
         async-start/-update/-done, the start calling a new computation that holds X, as XLA's
         parser does (so counts, called computations and costs match XLA's module)."""
         opcode = instruction.opcode
-        if opcode in _NATIVE_ASYNC_OPCODES:
+        if opcode in NATIVE_ASYNC_OPCODES:
             return
         if not opcode.endswith("-start"):
             instruction.opcode = "async-update" if opcode.endswith("-update") else "async-done"

@@ -10,7 +10,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
+from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Metadata, SourceLocation
+from profan.hlo.opcodes import GROUPED_COLLECTIVE_KINDS, collective_kind
 from profan.hlo.text import unquote
 
 if TYPE_CHECKING:
@@ -66,6 +69,16 @@ def decode_metadata(text: str | None) -> Metadata:
     return Metadata(**known, other=tuple(other))
 
 
+def metadata(instruction: Instruction) -> Metadata:
+    """The instruction's ``metadata={...}`` decoded (every field ``None`` when absent);
+    memoised on the instruction."""
+    found = instruction._metadata
+    if found is None:
+        found = decode_metadata(instruction.attributes.get("metadata"))
+        instruction._metadata = found
+    return found
+
+
 def computation_names(value: str) -> list[str]:
     """``%a`` or ``{%a, %b}`` -> ``["a", "b"]``."""
     text = value.strip()
@@ -87,17 +100,20 @@ def called_computations(instruction: Instruction) -> list[str]:
 
 
 def control_predecessors(instruction: Instruction) -> list[str]:
+    """Names in ``control-predecessors={%a, %b}``."""
     value = instruction.attributes.get("control-predecessors")
     return computation_names(value) if value else []
 
 
-def backend_config_json(raw: str | None) -> dict | None:
-    """The backend config decoded as JSON when it is JSON (quoted or bare), else ``None``."""
+def _config_text(raw: str | None) -> str | None:
+    """The backend config's text with the quotes of the quoted form removed."""
     if not raw:
         return None
     text = raw.strip()
-    if text.startswith('"'):
-        text = unquote(text)
+    return unquote(text) if text.startswith('"') else text
+
+
+def _decode_json(text: str) -> dict | None:
     if not text.startswith("{"):
         return None
     try:
@@ -111,25 +127,24 @@ def backend_config(instruction: Instruction) -> dict | None:
     """The instruction's backend config as a dict, whichever form XLA printed: JSON (quoted or
     bare, most ops) or an MLIR attribute dictionary (typed-FFI custom calls such as
     TransformerEngine's ``te_*_ffi`` and Pallas/Triton calls: ``{attn_heads = 16 : i64, ...}``).
-    ``None`` when absent or in neither form."""
-    decoded = instruction.backend_config_json
-    if decoded is not None:
-        return decoded
-    raw = instruction.backend_config
-    if not raw:
-        return None
-    text = raw.strip()
-    if text.startswith('"'):
-        text = unquote(text)
-    from profan.hlo.mlir_attributes import decode_attribute_dict
-
-    return decode_attribute_dict(text)
+    ``None`` when absent or in neither form.  Memoised on the instruction."""
+    found = instruction._backend_config
+    if found is not False:
+        return found  # type: ignore[return-value]
+    text = _config_text(instruction.attributes.get("backend_config"))
+    decoded = None
+    if text is not None:
+        decoded = _decode_json(text)
+        if decoded is None:
+            decoded = decode_attribute_dict(text)
+    instruction._backend_config = decoded
+    return decoded
 
 
 def trip_count(instruction: Instruction) -> int | None:
     """A ``while`` loop's trip count as XLA recorded it (``known_trip_count`` in its backend
-    config), ``None`` when the config does not say."""
-    config = instruction.backend_config_json
+    config, quoted or bare), ``None`` when the config does not say."""
+    config = backend_config(instruction)
     if not config:
         return None
     known = config.get("known_trip_count")
@@ -140,29 +155,57 @@ def trip_count(instruction: Instruction) -> int | None:
         return None
 
 
+def replica_groups(instruction: Instruction, num_devices: int | None) -> list[list[int]] | None:
+    """The device groups of a collective, as explicit lists of device ids, whichever form XLA
+    printed (``{{0,1},{2,3}}``, iota ``[2,2]<=[4]``, mesh ``mesh['x'=2,'y'=2] {'x'}``).
+
+    ``{}`` (or no ``replica_groups`` on a grouped collective, which XLA reads the same way) is one
+    group of all ``num_devices`` devices, or ``[]`` when ``num_devices`` is ``None``.  ``None``
+    for an instruction that has no replica groups.  Text that does not decode raises
+    ``profan.errors.HloSyntaxError`` naming the column.
+    """
+    text = instruction.attributes.get("replica_groups")
+    if text is None:
+        if collective_kind(instruction.opcode) not in GROUPED_COLLECTIVE_KINDS:
+            return None
+        text = "{}"
+    return decode_replica_groups(text, num_devices=num_devices)
+
+
+def source_target_pairs(instruction: Instruction) -> list[tuple[int, int]] | None:
+    """``source_target_pairs={{0,1},{1,2}}`` as ``[(0, 1), (1, 2)]``; ``None`` when absent.
+    Bad text raises ``profan.errors.HloSyntaxError``."""
+    text = instruction.attributes.get("source_target_pairs")
+    return None if text is None else decode_source_target_pairs(text)
+
+
 def string_attribute(instruction: Instruction, key: str) -> str | None:
+    """An attribute's value with the quotes of a quoted string removed; ``None`` when absent."""
     value = instruction.attributes.get(key)
     if value is None:
         return None
     return unquote(value) if value.startswith('"') else value
 
 
+def custom_call_target(instruction: Instruction) -> str | None:
+    """``custom_call_target="..."`` unquoted (``None`` when the instruction has none)."""
+    return string_attribute(instruction, "custom_call_target")
+
+
 def source_location(module: Module, instruction: Instruction) -> SourceLocation | None:
     """Where the instruction came from: ``source_file``/``source_line`` in its metadata, else
     its ``stack_frame_id`` resolved through the module's tables (the frame it names, i.e. the
     innermost one)."""
-    metadata = instruction.metadata
-    if metadata.source_file and metadata.source_line is not None:
-        return SourceLocation(
-            metadata.source_file, metadata.source_line, None, metadata.source_column
-        )
+    found = metadata(instruction)
+    if found.source_file and found.source_line is not None:
+        return SourceLocation(found.source_file, found.source_line, None, found.source_column)
     frames = stack_trace(module, instruction)
     return frames[0] if frames else None
 
 
 def stack_trace(module: Module, instruction: Instruction) -> list[SourceLocation]:
     """The instruction's stack frames, innermost first (empty without ``stack_frame_id``)."""
-    frame_id = instruction.metadata.stack_frame_id
+    frame_id = metadata(instruction).stack_frame_id
     tables = module.stack_frames
     trace: list[SourceLocation] = []
     seen: set[int] = set()
