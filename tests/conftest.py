@@ -1,7 +1,9 @@
-"""Shared test fixtures: where the repository, its fixtures and the external corpus live."""
+"""Shared test fixtures: where the repository, its fixtures and the external corpus live, and a
+private cache directory for every test."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,26 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = REPO_ROOT / "fixtures"
 # External material lives beside the checkout (../shared/corpus), never inside it.
 CORPUS_DIR = REPO_ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """profan's caches (parsed HLO, converted HloProtos) go to one temporary directory for the
+    whole session, never into the user's cache; subprocesses inherit it through the
+    environment.  Session-scoped so module- and session-scoped fixtures that load traces are
+    covered too.  A test that needs a cache of its own sets ``PROFAN_CACHE_DIR`` again."""
+    cache = tmp_path_factory.mktemp("profan-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PROFAN_CACHE_DIR", str(cache))
+        yield cache
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that reads the external corpus carries the ``corpus`` mark (so ``-m "not
+    corpus"`` runs exactly the tests that need nothing outside the repository)."""
+    for item in items:
+        if "corpus_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)
 
 
 @pytest.fixture(scope="session")

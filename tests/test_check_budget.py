@@ -7,16 +7,12 @@ from pathlib import Path
 import pytest
 
 from profan.report.budget import Budget, OpBudget, compare, evaluate
-from profan.report.model import Report, build_report
+from profan.report.build import build_report
+from profan.report.model import Report
 from profan.report.pipeline import analyse
 
 pytestmark = pytest.mark.slow
 _REPORTS: dict[str, Report] = {}
-
-
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def report(fixtures_dir: Path, name: str) -> Report:
@@ -29,7 +25,7 @@ def test_per_scope_budget(fixtures_dir: Path) -> None:
     mlp = report(fixtures_dir, "mlp")
     dots = [op for op in mlp.ops if "dot_general" in (op.key or "")]
     assert dots
-    per_device = sum(op.measured_s for op in dots) / mlp.summary["device_count"]
+    per_device = sum(op.measured_s for op in dots) / mlp.summary.device_count
     loose = Budget(ops=(OpBudget("*dot_general*", max_time_s=per_device * 1.01),))
     tight = Budget(ops=(OpBudget("*dot_general*", max_time_s=per_device * 0.99),))
     assert all(r.passed for r in evaluate(mlp, loose))
@@ -57,8 +53,8 @@ def test_per_op_efficiency_budget(fixtures_dir: Path) -> None:
 
 def test_mfu_and_exposed_comm_budgets(fixtures_dir: Path) -> None:
     mlp = report(fixtures_dir, "mlp")
-    mfu = mlp.summary["mfu"]
-    exposed = mlp.summary["exposed_comm_per_step_s"]
+    mfu = mlp.summary.mfu
+    exposed = mlp.summary.exposed_comm_per_step_s
     assert exposed > 0  # the CPU collectives are not overlapped with anything
     ok = Budget(mfu_min=mfu * 0.9, exposed_comm_s=exposed * 1.1)
     bad = Budget(mfu_min=mfu * 1.1, exposed_comm_s=exposed * 0.9)

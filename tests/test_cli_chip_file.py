@@ -40,7 +40,6 @@ def test_report_scores_against_a_chip_from_the_users_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.delenv(USER_CHIPS_ENV, raising=False)
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
     chip_file = tmp_path / "synthetic_chips.toml"
     chip_file.write_text(SYNTHETIC_CHIP_FILE)
     trace = str(fixtures_dir / "matmul")

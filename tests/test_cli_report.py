@@ -17,13 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return dict(
-        os.environ,
-        PROFAN_CACHE_DIR=str(tmp_path_factory.mktemp("cache")),
-        PYTHONPATH=str(REPO),
-        NO_COLOR="1",
-    )
+def env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
 
 
 def profan(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

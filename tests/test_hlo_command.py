@@ -11,11 +11,6 @@ from profan.cli import main
 from profan.hlo import parse_file
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _dump(fixtures_dir: Path, name: str) -> Path:
     meta_path = fixtures_dir / name / "meta.json"
     if not meta_path.is_file():

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from profan.report import rules
+from profan.report.build import build_report
 from profan.report.config import RuleConfig
 from profan.report.format import seconds
-from profan.report.model import Report, build_report
+from profan.report.model import Report
 from profan.report.pipeline import analyse
 from profan.report.terminal import render
 

@@ -43,7 +43,7 @@ def test_html_report_renders_in_chromium(
 ) -> None:
     from matplotlib import image as mpimg
 
-    env = dict(os.environ, PROFAN_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ)
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "profan", "report", str(fixtures_dir / "mlp_worse"),

@@ -18,17 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from profan.report.model import Report, build_report
+from profan.report.build import build_report
+from profan.report.model import Report
 from profan.report.pipeline import analyse
 
 FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
 pytestmark = pytest.mark.slow
 _CACHE: dict[str, tuple[object, Report]] = {}
-
-
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _report(path: Path) -> tuple[object, Report]:
@@ -56,23 +52,23 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
     chrome = _chrome_op_events(fixture)
     chrome_total_s = sum(e["dur"] for e in chrome) * 1e-6
     assert sum(op.measured_s for op in report.ops) == pytest.approx(chrome_total_s, rel=1e-3)
-    assert report.summary["total_op_time_s"] == pytest.approx(chrome_total_s, rel=1e-3)
+    assert report.summary.total_op_time_s == pytest.approx(chrome_total_s, rel=1e-3)
     assert sum(op.occurrences for op in report.ops) == len(chrome)
     counts = Counter(e["args"]["hlo_op"] for e in chrome)
     for op in report.ops[:10]:
         assert op.occurrences == counts[op.name], op.name
 
     # steps as the fixture generator recorded them
-    assert report.summary["step_count"] == meta["trace"]["steps"]
+    assert report.summary.step_count == meta["trace"]["steps"]
     assert len(report.steps) == meta["trace"]["steps"]
     assert report.device["count"] == len({e["args"].get("device_ordinal") for e in chrome})
     assert report.device["kind"] == "CPU"
 
-    mfu = report.summary["mfu"]
+    mfu = report.summary.mfu
     assert mfu is None or (isinstance(mfu, float) and (math.isnan(mfu) or 0.0 <= mfu <= 1.0))
 
     # time by category sums (per device) to the op time per device
-    per_device = sum(report.summary["time_by_category_s"].values())
+    per_device = sum(report.summary.time_by_category_s.values())
     assert per_device * report.device["count"] == pytest.approx(chrome_total_s, rel=1e-3)
 
     # collectives in the report = collectives meta.json lists from the HLO
@@ -81,7 +77,7 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
     assert found == expected
 
     # exposed communication cannot exceed the collective time
-    assert 0.0 <= report.summary["exposed_comm_s"] <= report.summary["collective_time_s"] + 1e-12
+    assert 0.0 <= report.summary.exposed_comm_s <= report.summary.collective_time_s + 1e-12
 
 
 @pytest.mark.parametrize("name", ("mlp", "transformer"))
@@ -146,7 +142,7 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
         assert op.flops == pytest.approx(stated, rel=0.05), op.name
         compared += 1
     assert compared >= 1
-    mfu = report.summary["mfu"]
+    mfu = report.summary.mfu
     assert mfu is None or math.isnan(mfu) or 0.0 <= mfu <= 1.0
     unmatched = sum(u["count"] for u in report.unmatched)
     assert unmatched == sum(u.count for u in profile.unmatched)
@@ -205,7 +201,7 @@ def test_exposed_communication_by_brute_force(fixtures_dir: Path) -> None:
             )
             exposed_us += (t - s) - covered
     devices = len(by_device)
-    assert report.summary["exposed_comm_s"] == pytest.approx(exposed_us * 1e-6 / devices, rel=1e-3)
+    assert report.summary.exposed_comm_s == pytest.approx(exposed_us * 1e-6 / devices, rel=1e-3)
     flagged = {f.name for f in report.findings if f.rule == "exposed-collective"}
     worst = max(
         (op for op in report.ops if op.category == "collective"), key=lambda op: op.measured_s
@@ -237,7 +233,7 @@ def test_gpu_trace_report(corpus_dir: Path, name: str) -> None:
     assert report.device["kind"] == "GPU" and report.device["count"] == 8
     total = float(profile.ops["duration_s"].sum())
     assert sum(op.measured_s for op in report.ops) == pytest.approx(total, rel=1e-9)
-    assert report.summary["step_count"] == len(profile.steps)
+    assert report.summary.step_count == len(profile.steps)
     # the JAX 3-D convolution spends most bytes transposing its input into cuDNN's layout
     relayouts = {f.name for f in report.findings if f.rule == "relayout-copy"}
     assert "input_transpose_fusion" in relayouts
@@ -247,7 +243,7 @@ def test_gpu_trace_report(corpus_dir: Path, name: str) -> None:
     # gaps between steps, from the loader's step table
     steps = profile.steps.sort_values("step")
     gaps = (steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]).clip(min=0)
-    assert report.summary["inter_step_gap_max_s"] == pytest.approx(float(gaps.max()))
+    assert report.summary.inter_step_gap_max_s == pytest.approx(float(gaps.max()))
     median = float(steps["duration_s"].median())
     idle_rule = [
         f for f in report.findings if f.rule == "idle-gaps" and "between steps" in f.message
@@ -282,3 +278,28 @@ def test_terminal_colour_only_when_asked(
     assert not terminal.use_colour(io.StringIO())
     monkeypatch.delenv("NO_COLOR")
     assert not terminal.use_colour(io.StringIO())  # not a TTY
+
+
+def test_collective_groups_match_the_printed_replica_groups(fixtures_dir: Path) -> None:
+    """mlp_worse's three collectives (meta.json lists how XLA printed their groups) on a 4 (data)
+    × 2 (model) mesh: ``mesh['axis_0'=4,'axis_1'=2] {'axis_1'}`` is 4 groups of 2 along the model
+    axis, ``[4,2]<=[8]`` 4 groups of 2, ``{{0,2,4,6},{1,3,5,7}}`` 2 groups of 4."""
+    meta = json.loads((fixtures_dir / "mlp_worse/meta.json").read_text())
+    printed = {c["name"]: c["groups"] for c in meta["hlo_collectives"]}
+    assert printed["all-reduce.6"] == "replica_groups={{0,2,4,6},{1,3,5,7}}"
+    _, report = _report(fixtures_dir / "mlp_worse")
+    found = {op.name: op.collective for op in report.ops if op.collective}
+    assert set(found) == set(printed)
+    assert (found["all-gather"]["group_size"], found["all-gather"]["groups"]) == (2, 4)
+    assert (found["all-reduce.5"]["group_size"], found["all-reduce.5"]["groups"]) == (2, 4)
+    assert (found["all-reduce.6"]["group_size"], found["all-reduce.6"]["groups"]) == (4, 2)
+    # the sharding analysis names the mesh axis of each: the 2-wide groups run over the axis of
+    # size 2, the 4-wide group over the axis of size 4
+    mesh = next(iter(report.summary.mesh.values()))
+    for collective in found.values():
+        (axis,) = collective["axes"]
+        assert mesh[axis] == collective["group_size"]
+    # bytes: the op's own output, e.g. the all-gather's f32[64,256] (h gathered over model)
+    gather = next(op for op in report.ops if op.name == "all-gather")
+    dims = [int(d) for d in gather.shape.split("[")[1].rstrip("]").split(",")]
+    assert found["all-gather"]["bytes"] == 4 * math.prod(dims)

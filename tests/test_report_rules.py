@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from profan.cost.bytes import padding_ratio
+from profan.hlo.opcodes import collective_kind
 from profan.hlo.parser import parse_module
-from profan.report import hlo_facts, rules
+from profan.hlo.views import called_computations
+from profan.report import hlo_checks, rules
 from profan.report.config import RuleConfig
-from profan.report.model import OpEntry, Report, _OpContext
+from profan.report.model import OpEntry, Report, Summary
+from profan.report.rules import OpContext
 
 
 def _module(path: Path):
@@ -22,7 +26,13 @@ def _fixture_module(fixtures_dir: Path, name: str):
     return _module(files[0])
 
 
-def _context(module, instr, *, category: str, measured_s: float = 1e-3, **fields) -> _OpContext:
+def _collective(instr) -> dict | None:
+    """The collective facts a rule reads (kind, output bytes), as the report's JSON has them."""
+    kind = collective_kind(instr.opcode)
+    return {"kind": kind, "bytes": hlo_checks.shape_bytes(instr.shape)} if kind else None
+
+
+def _context(module, instr, *, category: str, measured_s: float = 1e-3, **fields) -> OpContext:
     entry = OpEntry(
         key=f"{module.name}|{instr.name}",
         module=module.name,
@@ -40,18 +50,18 @@ def _context(module, instr, *, category: str, measured_s: float = 1e-3, **fields
         roofline_s=fields.pop("roofline_s", 0.0),
         bound_by=fields.pop("bound_by", "hbm"),
         efficiency=fields.pop("efficiency", None),
-        collective=(c.to_dict() if (c := hlo_facts.collective_info(instr, module)) else None),
+        collective=_collective(instr),
         **fields,
     )
-    return _OpContext(entry, instr, module)
+    return OpContext(entry, instr, module)
 
 
-def _report(kind: str = "TPU", chip: dict | None = None, summary: dict | None = None) -> Report:
+def _report(kind: str = "TPU", chip: dict | None = None, summary: Summary | None = None) -> Report:
     return Report(
         device={"kind": kind, "count": 1},
         chip=chip or {},
         steps=[],
-        summary=summary or {},
+        summary=summary or Summary(),
         ops=[],
         findings=[],
         unmatched=[],
@@ -63,7 +73,7 @@ def test_matmul_dims_agree_with_output_shape_and_meta(fixtures_dir: Path) -> Non
     dots = [i for i in module.instructions() if i.opcode == "dot"]
     assert dots
     for dot in dots:
-        dims = rules.matmul_dims(dot, module)
+        dims = hlo_checks.matmul_dims(dot, module)
         assert dims is not None
         # batch × M × N is the output's element count (independent of how dims were picked)
         assert dims.batch * dims.m * dims.n == dot.shape.num_elements
@@ -71,13 +81,13 @@ def test_matmul_dims_agree_with_output_shape_and_meta(fixtures_dir: Path) -> Non
     # every contracting size is one of the MLP's (local) dims from meta.json: 128/256 split by 2,
     # batch 64 split by 4 (data)
     allowed = {16, 64, 128, 256}
-    assert {rules.matmul_dims(d, module).k for d in dots} <= allowed
+    assert {hlo_checks.matmul_dims(d, module).k for d in dots} <= allowed
 
 
 def test_small_matmul_fires_on_tpu_only(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "mlp")
     dot = next(i for i in module.instructions() if i.opcode == "dot")
-    dims = rules.matmul_dims(dot, module)
+    dims = hlo_checks.matmul_dims(dot, module)
     assert min(dims.m, dims.n, dims.k) < 128  # 64-row batch split 4 ways: 16-row blocks
     ctx = [_context(module, dot, category="matmul")]
     found = rules.small_matmul(_report("TPU"), ctx, RuleConfig())
@@ -99,18 +109,18 @@ def test_f32_matmul_on_gpu(fixtures_dir: Path) -> None:
 def test_fusion_around_dot_is_found(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "mlp")
     fusions = [i for i in module.instructions() if i.opcode == "fusion"]
-    with_dot = [f for f in fusions if rules.find_dot(f, module) is not None]
+    with_dot = [f for f in fusions if hlo_checks.find_dot(f, module) is not None]
     assert with_dot, "the CPU MLP fuses its dots"
     for fusion in with_dot:
-        inner, _ = rules.find_dot(fusion, module)
-        assert inner.computation in rules.called_computations(fusion)
+        inner, _ = hlo_checks.find_dot(fusion, module)
+        assert inner.computation in called_computations(fusion)
 
 
 def test_relayout_agrees_with_attribution(fixtures_dir: Path) -> None:
     from profan.attribute import classify
 
     module = _fixture_module(fixtures_dir, "mlp_worse")
-    relayouts = [i for i in module.entry.instructions if rules.is_relayout(i, module)]
+    relayouts = [i for i in module.entry.instructions if hlo_checks.is_relayout(i, module)]
     assert relayouts, "mlp_worse's HLO has copy/transpose fusions"
     for instr in relayouts:
         assert classify(instr, module).category == "data-movement"
@@ -118,9 +128,9 @@ def test_relayout_agrees_with_attribution(fixtures_dir: Path) -> None:
 
 def test_relayout_copy_rule_threshold(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "mlp_worse")
-    relayout = next(i for i in module.entry.instructions if rules.is_relayout(i, module))
+    relayout = next(i for i in module.entry.instructions if hlo_checks.is_relayout(i, module))
     other = next(i for i in module.entry.instructions if i.opcode == "fusion" and i is not relayout)
-    bytes_moved = hlo_facts.shape_bytes(relayout.shape) * 2
+    bytes_moved = hlo_checks.shape_bytes(relayout.shape) * 2
     ops = [
         _context(module, relayout, category="data-movement", hbm_bytes=bytes_moved),
         _context(module, other, category="elementwise", hbm_bytes=bytes_moved * 9),
@@ -134,7 +144,7 @@ def test_padding_ratio_of_tiled_layout(corpus_dir: Path) -> None:
     module = _module(corpus_dir / "hlo/xla/xla__service__io_param_test__0.hlo")
     add = module.entry.get("b")
     # f32[10,10]{0,1:T(8,128)}: physical [10,10] padded to [16,128]
-    assert hlo_facts.padded_ratio(add.shape) == pytest.approx(16 * 128 / 100)
+    assert padding_ratio(add.shape) == pytest.approx(16 * 128 / 100)
     found = rules.tile_padding(
         _report(), [_context(module, add, category="elementwise")], RuleConfig()
     )
@@ -146,7 +156,7 @@ def test_padding_none_when_dims_fit_tiles(corpus_dir: Path) -> None:
     hlo = corpus_dir / "traces/tpu_v6e_inference.hlo"
     module = _module(next(hlo.glob("jit__psum*.hlo")))
     reduce = module.entry.get("all-reduce")
-    assert hlo_facts.padded_ratio(reduce.shape) == 1.0  # f32[5,1024,1024,256] in T(8,128)
+    assert padding_ratio(reduce.shape) == 1.0  # f32[5,1024,1024,256] in T(8,128)
 
 
 def test_repeated_collective_on_xla_cse_test(corpus_dir: Path) -> None:
@@ -162,7 +172,7 @@ def test_repeated_collective_on_xla_cse_test(corpus_dir: Path) -> None:
 
 def test_distinct_collectives_not_repeated(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "mlp_worse")
-    collectives = [i for i in module.instructions() if i.opcode in hlo_facts.COLLECTIVE_OPCODES]
+    collectives = [i for i in module.instructions() if collective_kind(i.opcode)]
     assert len(collectives) == 3  # meta.json's hlo_collectives
     ops = [_context(module, c, category="collective") for c in collectives]
     assert rules.repeated_collective(_report(), ops, RuleConfig()) == []
@@ -173,7 +183,7 @@ def test_large_allgather_of_weight(corpus_dir: Path) -> None:
         corpus_dir / "hlo/xla/xla__hlo__transforms__collectives__all_gather_cse_test__0.hlo"
     )
     gather = module.entry.get("all-gather.1")
-    assert rules.feeds_from_parameter(gather, module)
+    assert hlo_checks.feeds_from_parameter(gather, module)
     ops = [_context(module, gather, category="collective")]
     chip = {"hbm_capacity_bytes": 16e9}
     assert rules.large_allgather(_report(chip=chip), ops, RuleConfig()) == []  # 32 bytes
@@ -186,31 +196,12 @@ def test_activation_allgather_is_not_a_weight(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "mlp_worse")
     gather = next(i for i in module.instructions() if i.opcode == "all-gather")
     # meta.json: the worse sharding gathers the activation h, not a weight
-    assert not rules.feeds_from_parameter(gather, module)
-
-
-def test_collective_group_sizes_match_meta(fixtures_dir: Path) -> None:
-    import json
-
-    meta = json.loads((fixtures_dir / "mlp_worse/meta.json").read_text())
-    module = _fixture_module(fixtures_dir, "mlp_worse")
-    sizes = {}
-    for entry in meta["hlo_collectives"]:
-        info = hlo_facts.collective_info(
-            module.entry.get(entry["name"])
-            or next(i for i in module.instructions() if i.name == entry["name"]),
-            module,
-        )
-        sizes[entry["name"]] = info.group_size
-    # mesh 4 (data) × 2 (model): gathers over model are 2-wide; {{0,2,4,6},...} is 4-wide
-    assert sizes["all-gather"] == 2
-    assert sizes["all-reduce.6"] == 4
-    assert sizes["all-reduce.5"] == 2
+    assert not hlo_checks.feeds_from_parameter(gather, module)
 
 
 def test_latency_bound_collectives_need_several(fixtures_dir: Path) -> None:
     module = _fixture_module(fixtures_dir, "collectives")
-    collectives = [i for i in module.instructions() if i.opcode in hlo_facts.COLLECTIVE_OPCODES]
+    collectives = [i for i in module.instructions() if collective_kind(i.opcode)]
     ops = [_context(module, c, category="collective", bound_by="ici") for c in collectives]
     # f32[8,32] psums and an f32[8,64] all-gather: 1-2 kB each
     assert sorted(op.entry.collective["bytes"] for op in ops)[-1] == 8 * 64 * 4
@@ -240,14 +231,12 @@ def test_far_from_roofline_threshold(fixtures_dir: Path) -> None:
 
 
 def test_idle_gaps_rule() -> None:
-    summary = {
-        "step_time_median_s": 1e-3,
-        "inter_step_gap_max_s": 5e-4,
-        "inter_step_gap_total_s": 1e-3,
-    }
+    summary = Summary(
+        step_time_median_s=1e-3, inter_step_gap_max_s=5e-4, inter_step_gap_total_s=1e-3
+    )
     found = rules.idle_gaps(_report(summary=summary), [], RuleConfig())
     assert [f.rule for f in found] == ["idle-gaps"]
-    summary["inter_step_gap_max_s"] = 5e-5
+    summary.inter_step_gap_max_s = 5e-5
     assert rules.idle_gaps(_report(summary=summary), [], RuleConfig()) == []
 
 

@@ -13,17 +13,13 @@ from pathlib import Path
 import pytest
 
 from profan.report import html, markdown, terminal
-from profan.report.model import Report, build_report
+from profan.report.build import build_report
+from profan.report.model import Report
 from profan.report.pipeline import analyse
 
 _CACHE: dict[str, Report] = {}
 KEY_COLUMNS = ("op", "category", "measured", "ideal", "bound", "eff")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _report(path: Path) -> Report:
@@ -164,7 +160,7 @@ def test_sharding_splits_match_the_partition_specs(fixtures_dir: Path) -> None:
     meta = json.loads((fixtures_dir / "mlp/meta.json").read_text())
     sizes = dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))
     report = _report(fixtures_dir / "mlp")
-    mesh = next(iter(report.summary["mesh"].values()))
+    mesh = next(iter(report.summary.mesh.values()))
     assert sorted(mesh.values()) == sorted(sizes.values())  # sizes tell the axes apart
     name_of = {axis: next(n for n, s in sizes.items() if s == size) for axis, size in mesh.items()}
     specs = {tuple(i["shape"]): i["sharding"]["partition_spec"] for i in meta["inputs"]}

@@ -7,7 +7,7 @@ import sys
 
 from profan.report import annotate
 from profan.report.budget import load_rule_config
-from profan.report.model import build_report
+from profan.report.build import build_report
 from profan.report.pipeline import Progress, analyse
 
 HELP = "print a module's HLO with each op's measured and ideal time, bound and flags"

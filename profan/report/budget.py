@@ -169,7 +169,7 @@ class CheckResult:
 
 
 def _per_step(report: Report, value: float) -> float:
-    steps = report.summary.get("step_count") or 0
+    steps = report.summary.step_count
     return value / steps if steps else value
 
 
@@ -182,8 +182,8 @@ def _matches(op: OpEntry, pattern: str) -> bool:
 def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> list[CheckResult]:
     results: list[CheckResult] = []
     s = report.summary
-    devices = max(int(s.get("device_count") or 1), 1)
-    median = s.get("step_time_median_s")
+    devices = max(s.device_count, 1)
+    median = s.step_time_median_s
     if budget.step_time_s is not None:
         ok = median is not None and median <= budget.step_time_s
         results.append(
@@ -193,7 +193,7 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                 f"median step time {seconds(median)} (budget {seconds(budget.step_time_s)})",
             )
         )
-    mfu = s.get("mfu")
+    mfu = s.mfu
     if budget.mfu_min is not None:
         ok = mfu is not None and mfu >= budget.mfu_min
         results.append(
@@ -202,9 +202,9 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
             )
         )
     if budget.exposed_comm_s is not None:
-        exposed = s.get("exposed_comm_per_step_s")
+        exposed = s.exposed_comm_per_step_s
         if exposed is None:
-            exposed = s.get("exposed_comm_s", 0.0)
+            exposed = s.exposed_comm_s
         results.append(
             CheckResult(
                 "exposed_comm",
@@ -214,7 +214,7 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
             )
         )
     if budget.exposed_comm_share is not None:
-        share = s.get("exposed_comm_share", 0.0) or 0.0
+        share = s.exposed_comm_share
         results.append(
             CheckResult(
                 "exposed_comm_share",
@@ -270,8 +270,8 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
 def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResult]:
     """Regressions against a baseline report, ops matched by stable key."""
     results: list[CheckResult] = []
-    new_median = report.summary.get("step_time_median_s")
-    old_median = baseline.summary.get("step_time_median_s")
+    new_median = report.summary.step_time_median_s
+    old_median = baseline.summary.step_time_median_s
     if new_median is not None and old_median:
         limit = old_median * (1 + budget.step_time_tolerance)
         results.append(
@@ -283,7 +283,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 f"tolerance +{budget.step_time_tolerance:.0%})",
             )
         )
-    new_mfu, old_mfu = report.summary.get("mfu"), baseline.summary.get("mfu")
+    new_mfu, old_mfu = report.summary.mfu, baseline.summary.mfu
     if new_mfu is not None and old_mfu:
         results.append(
             CheckResult(

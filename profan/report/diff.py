@@ -61,29 +61,27 @@ def render(
     sa, sb = a.summary, b.summary
     lines = [f"profan diff\n  A: {label_a}\n  B: {label_b}", ""]
     rows = [
-        ("steps", str(sa.get("step_count")), str(sb.get("step_count")), ""),
+        ("steps", str(sa.step_count), str(sb.step_count), ""),
         (
             "step time (median)",
-            seconds(sa.get("step_time_median_s")),
-            seconds(sb.get("step_time_median_s")),
-            _ratio(sa.get("step_time_median_s"), sb.get("step_time_median_s")),
+            seconds(sa.step_time_median_s),
+            seconds(sb.step_time_median_s),
+            _ratio(sa.step_time_median_s, sb.step_time_median_s),
         ),
-        ("MFU", percent(sa.get("mfu")), percent(sb.get("mfu")), ""),
+        ("MFU", percent(sa.mfu), percent(sb.mfu), ""),
         (
             "exposed comm per device",
-            seconds(sa.get("exposed_comm_s")),
-            seconds(sb.get("exposed_comm_s")),
-            _ratio(sa.get("exposed_comm_s"), sb.get("exposed_comm_s")),
+            seconds(sa.exposed_comm_s),
+            seconds(sb.exposed_comm_s),
+            _ratio(sa.exposed_comm_s, sb.exposed_comm_s),
         ),
         ("suspicious findings", str(len(a.findings)), str(len(b.findings)), ""),
         ("time by category, per device:", "", "", ""),
     ]
-    categories = dict.fromkeys(
-        [*sa.get("time_by_category_s", {}), *sb.get("time_by_category_s", {})]
-    )
+    categories = dict.fromkeys([*sa.time_by_category_s, *sb.time_by_category_s])
     for category in categories:
-        ta = sa.get("time_by_category_s", {}).get(category, 0.0)
-        tb = sb.get("time_by_category_s", {}).get(category, 0.0)
+        ta = sa.time_by_category_s.get(category, 0.0)
+        tb = sb.time_by_category_s.get(category, 0.0)
         rows.append(
             (
                 f"  {category}",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from profan.report.model import Finding
+
 
 def seconds(value: float | None) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
@@ -67,3 +69,16 @@ def wrap_name(name: str, width: int, separators: str = "._-/") -> list[str]:
             line = line[width:]
         out.append(line)
     return out
+
+
+def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Finding]]]:
+    """Findings grouped for display: whole-profile findings (no op) first under ``None``, then
+    one group per op in the order the op first appears (heaviest first)."""
+    profile = [f for f in findings if not f.op]
+    by_op: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.op:
+            by_op.setdefault(f.op, []).append(f)
+    groups: list[tuple[str | None, list[Finding]]] = [(None, profile)] if profile else []
+    groups.extend(by_op.items())
+    return groups

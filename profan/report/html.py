@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from profan.report.format import percent, seconds, si
-from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
+from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
 
 _STYLE = """
@@ -44,38 +44,37 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         ("device", f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')})"),
         (
             "chip",
-            f"{chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, HBM "
-            f"{si(peak_hbm_bw(chip), 'B/s')} (source: {chip.get('source')})",
+            f"{chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
+            f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')})",
         ),
-        ("steps", str(s.get("step_count"))),
+        ("steps", str(s.step_count)),
         (
             "step time",
-            f"median {seconds(s.get('step_time_median_s'))}, min "
-            f"{seconds(s.get('step_time_min_s'))}, max {seconds(s.get('step_time_max_s'))}",
+            f"median {seconds(s.step_time_median_s)}, min "
+            f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)}",
         ),
-        ("MFU", percent(s.get("mfu"))),
+        ("MFU", percent(s.mfu)),
         (
             "ideal step (roofline)",
-            f"{seconds(s.get('score_step_ideal_s'))} vs measured "
-            f"{seconds(s.get('score_step_measured_s'))} (mean)",
+            f"{seconds(s.step_ideal_s)} vs measured {seconds(s.step_measured_s)} (mean)",
         ),
         (
             "exposed communication",
-            f"{seconds(s.get('exposed_comm_s'))} per device "
-            f"({percent(s.get('exposed_comm_share'))} of the busy span)",
+            f"{seconds(s.exposed_comm_s)} per device "
+            f"({percent(s.exposed_comm_share)} of the busy span)",
         ),
         (
             "idle",
-            f"{seconds(s.get('idle_s'))} per device inside the busy span, "
-            f"{seconds(s.get('inter_step_gap_total_s'))} between steps",
+            f"{seconds(s.idle_s)} per device inside the busy span, "
+            f"{seconds(s.inter_step_gap_total_s)} between steps",
         ),
         (
             "time by category (per device)",
-            ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_category_s", {}).items()),
+            ", ".join(f"{k} {seconds(v)}" for k, v in s.time_by_category_s.items()),
         ),
         (
             "time by bound (per device)",
-            ", ".join(f"{k} {seconds(v)}" for k, v in s.get("time_by_bound_s", {}).items() if v),
+            ", ".join(f"{k} {seconds(v)}" for k, v in s.time_by_bound_s.items() if v),
         ),
     ]
     parts += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in header]
@@ -90,7 +89,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts.append("</div>")
 
     parts.append(f"<h2>Top {min(top, len(report.ops))} ops of {len(report.ops)} by total time</h2>")
-    devices = max(int(s.get("device_count") or d.get("count") or 1), 1)
+    devices = max(s.device_count, 1)
     parts.append(
         f"<p>measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
         "n executions (n counts every device).</p>"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from profan.report.format import percent, seconds, si
-from profan.report.model import Report, grouped_findings, peak_flops, peak_hbm_bw
+from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
 
 
@@ -13,24 +13,24 @@ def _cell(text: str) -> str:
 
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
     s, d, chip = report.summary, report.device, report.chip
-    devices = s.get("device_count") or d.get("count")
+    devices = s.device_count
     lines = [f"# profan report: `{report.trace.get('path', '')}`", ""]
     lines += [
         "| | |",
         "|---|---|",
         f"| device | {d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}) |",
-        f"| chip | {chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, HBM "
-        f"{si(peak_hbm_bw(chip), 'B/s')} (source: {chip.get('source')}) |",
-        f"| steps | {s.get('step_count')} |",
-        f"| step time | median {seconds(s.get('step_time_median_s'))}, min "
-        f"{seconds(s.get('step_time_min_s'))}, max {seconds(s.get('step_time_max_s'))} |",
-        f"| MFU | {percent(s.get('mfu'))} |",
-        f"| ideal step (roofline) | {seconds(s.get('score_step_ideal_s'))} vs measured "
-        f"{seconds(s.get('score_step_measured_s'))} (mean) |",
-        f"| exposed communication | {seconds(s.get('exposed_comm_s'))} per device "
-        f"({percent(s.get('exposed_comm_share'))} of the busy span) |",
-        f"| idle | {seconds(s.get('idle_s'))} per device inside the busy span, "
-        f"{seconds(s.get('inter_step_gap_total_s'))} "
+        f"| chip | {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
+        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')}) |",
+        f"| steps | {s.step_count} |",
+        f"| step time | median {seconds(s.step_time_median_s)}, min "
+        f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",
+        f"| MFU | {percent(s.mfu)} |",
+        f"| ideal step (roofline) | {seconds(s.step_ideal_s)} vs measured "
+        f"{seconds(s.step_measured_s)} (mean) |",
+        f"| exposed communication | {seconds(s.exposed_comm_s)} per device "
+        f"({percent(s.exposed_comm_share)} of the busy span) |",
+        f"| idle | {seconds(s.idle_s)} per device inside the busy span, "
+        f"{seconds(s.inter_step_gap_total_s)} "
         "between steps |",
         "",
         "## Time by category",
@@ -38,9 +38,9 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         "| category | time per device |",
         "|---|---:|",
     ]
-    lines += [f"| {k} | {seconds(v)} |" for k, v in s.get("time_by_category_s", {}).items()]
+    lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_category_s.items()]
     lines += ["", "## Time by bound", "", "| bound | time per device |", "|---|---:|"]
-    lines += [f"| {k} | {seconds(v)} |" for k, v in s.get("time_by_bound_s", {}).items() if v]
+    lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_bound_s.items() if v]
     for name, src in (images or {}).items():
         lines += ["", f"![{name}]({src})"]
     lines += [

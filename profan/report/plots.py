@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # files only; never a window
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from profan.report.model import Report, peak_flops, peak_hbm_bw
+from profan.report.model import Report
 
 CATEGORY_COLOURS = {
     "matmul": "#1f77b4",
@@ -59,8 +59,8 @@ def roofline(report: Report) -> Figure:
             edgecolors="black",
             linewidths=0.3,
         )
-    peak = peak_flops(report.chip)
-    bandwidth = peak_hbm_bw(report.chip)
+    peak = report.chip.get("peak_flops_per_s")
+    bandwidth = report.chip.get("hbm_bytes_per_s_device")
     intensities = [op.flops / op.hbm_bytes for op in points] or [1.0]
     low = min(min(intensities) / 4, 0.1)
     high = max(max(intensities) * 4, (peak / bandwidth * 4) if peak and bandwidth else 10.0)
@@ -98,7 +98,7 @@ def time_per_step(report: Report) -> Figure:
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         title = "Step time by bound"
     else:  # no per-step shares: the whole profile's time by bound, one bar
-        bounds = report.summary.get("time_by_bound_s", {})
+        bounds = report.summary.time_by_bound_s
         bottom_value = 0.0
         for bound, value in bounds.items():
             if value > 0:

@@ -11,10 +11,10 @@ from dataclasses import asdict as _asdict
 from dataclasses import dataclass
 from typing import IO
 
-from profan.report.format import percent, seconds, si, wrap_name
-from profan.report.hlo_facts import split_text
-from profan.report.model import OpEntry, Report, grouped_findings
+from profan.report.format import grouped_findings, percent, seconds, si, wrap_name
+from profan.report.model import OpEntry, Report
 from profan.report.rules import RULES
+from profan.report.splits import split_text
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
@@ -351,13 +351,11 @@ def render(
     report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
 ) -> str:
     """The report as terminal text; no line is wider than ``width`` columns."""
-    from profan.report.model import peak_flops, peak_hbm_bw
-
     style = Style(colour)
     s = report.summary
     d = report.device
     chip = report.chip
-    devices = max(int(s.get("device_count") or d.get("count") or 1), 1)
+    devices = max(s.device_count, 1)
     out: list[str] = []
 
     def field(label: str, text: str) -> None:
@@ -375,24 +373,25 @@ def render(
     )
     field(
         "chip",
-        f"{chip.get('name', '?')}: {si(peak_flops(chip), 'FLOP/s')}, HBM "
-        f"{si(peak_hbm_bw(chip), 'B/s')} per device  [source: {chip.get('source')}]",
+        f"{chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
+        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device  "
+        f"[source: {chip.get('source')}]",
     )
-    for module, axes in (s.get("mesh") or {}).items():
+    for module, axes in s.mesh.items():
         if axes:
             mesh_text = " × ".join(f"{name}={size}" for name, size in axes.items())
             field("mesh", f"{module}: {mesh_text}")
-    if s.get("step_count"):
+    if s.step_count:
         field(
             "steps",
-            f"{s['step_count']}   step time median {seconds(s.get('step_time_median_s'))} "
-            f"(min {seconds(s.get('step_time_min_s'))}, p90 {seconds(s.get('step_time_p90_s'))},"
-            f" max {seconds(s.get('step_time_max_s'))})",
+            f"{s.step_count}   step time median {seconds(s.step_time_median_s)} "
+            f"(min {seconds(s.step_time_min_s)}, p90 {seconds(s.step_time_p90_s)},"
+            f" max {seconds(s.step_time_max_s)})",
         )
     else:
         field("steps", "none marked in the trace")
-    mfu = s.get("mfu")
-    step_ideal, step_measured = s.get("score_step_ideal_s"), s.get("score_step_measured_s")
+    mfu = s.mfu
+    step_ideal, step_measured = s.step_ideal_s, s.step_measured_s
     if step_ideal and step_measured:
         # The step is the honest comparison: async waits make a per-op sum of ideals misleading.
         field(
@@ -401,36 +400,36 @@ def render(
             f"roofline (ideal {seconds(step_ideal)} vs measured {seconds(step_measured)}, mean)",
         )
     else:
-        op_time_per_device = s.get("total_op_time_s", 0) / devices
+        op_time_per_device = s.total_op_time_s / devices
         field(
             "MFU",
-            f"{percent(mfu)}; ideal (roofline) {seconds(s.get('ideal_time_s'))} vs measured op "
+            f"{percent(mfu)}; ideal (roofline) {seconds(s.ideal_time_s)} vs measured op "
             f"time {seconds(op_time_per_device)}, per device",
         )
-    exposed_colour = "yellow" if (s.get("exposed_comm_share") or 0) > 0.1 else "green"
-    exposed = seconds(s.get("exposed_comm_s"))
+    exposed_colour = "yellow" if s.exposed_comm_share > 0.1 else "green"
+    exposed = seconds(s.exposed_comm_s)
     field(
         "comm",
-        f"collectives {seconds(s.get('collective_time_s'))} per device, of which "
+        f"collectives {seconds(s.collective_time_s)} per device, of which "
         f"{exposed} exposed (not overlapped with compute) = "
-        f"{percent(s.get('exposed_comm_share'))} of the busy span",
+        f"{percent(s.exposed_comm_share)} of the busy span",
     )
     if colour and exposed in out[-1]:
         out[-1] = out[-1].replace(exposed, style(exposed, exposed_colour), 1)
     field(
         "idle",
-        f"{seconds(s.get('idle_s'))} per device between its first and last op; gaps between "
-        f"steps {seconds(s.get('inter_step_gap_total_s'))} in total "
-        f"(longest {seconds(s.get('inter_step_gap_max_s'))})",
+        f"{seconds(s.idle_s)} per device between its first and last op; gaps between "
+        f"steps {seconds(s.inter_step_gap_total_s)} in total "
+        f"(longest {seconds(s.inter_step_gap_max_s)})",
     )
     out.append("")
-    categories = s.get("time_by_category_s", {})
+    categories = s.time_by_category_s
     total = sum(categories.values()) or 1.0
     category_text = ", ".join(f"{k} {seconds(v)} ({v / total:.0%})" for k, v in categories.items())
     for i, line in enumerate(para("per device: " + category_text, width - 18, hang=0)):
         label = "time by category" if i == 0 else ""
         out.append(f"{style(label.ljust(16), 'bold')}  {line}")
-    bounds = s.get("time_by_bound_s", {})
+    bounds = s.time_by_bound_s
     total_b = sum(bounds.values()) or 1.0
     bound_text = ", ".join(f"{k} {seconds(v)} ({v / total_b:.0%})" for k, v in bounds.items() if v)
     for i, line in enumerate(para("per device: " + bound_text, width - 18, hang=0)):
@@ -498,7 +497,7 @@ def render(
         count = sum(u["count"] for u in unmatched)
         out.extend(
             para(
-                f"Unmatched: {count} op events ({seconds(s.get('unmatched_op_time_s'))}, all "
+                f"Unmatched: {count} op events ({seconds(s.unmatched_op_time_s)}, all "
                 "devices) could not be joined to HLO:",
                 width,
             )

@@ -1,0 +1,237 @@
+"""From a scored profile to a ``Report``: one entry per op, the summary, the rules' findings.
+
+The per-op facts come from ``Score.ops`` (scope, op path, source, program position, result
+shape, collective group and axes); sharding's analysis adds each matmul's global shapes and
+splits.  The only HLO this module touches is what it hands the rules (``rules.OpContext``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from profan.chips import Chip
+from profan.report import keys, rules, summary
+from profan.report.config import RuleConfig
+from profan.report.model import OpEntry, Report, Scalar
+from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
+from profan.roofline import Score
+from profan.sharding import ShardingReport
+from profan.trace.profile import DeviceInfo, Profile
+
+# Sorts ops without an instruction after every op of their module when numbering shared keys.
+_NO_POSITION = 1 << 30
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Everything a report is built from."""
+
+    profile: Profile
+    score: Score
+    shardings: dict[str, ShardingReport] = field(default_factory=dict)  # by module key
+
+
+def _number(value: Any, default: float = 0.0) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def _optional(value: Any) -> float | None:
+    number = _number(value, math.nan)
+    return number if math.isfinite(number) else None
+
+
+def _optional_int(value: Any) -> int | None:
+    number = _optional(value)
+    return None if number is None else int(number)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def chip_dict(chip: Chip) -> dict[str, Any]:
+    """The chip's catalogue fields (scalars and tables) plus the per-device figures the report
+    uses, and where they came from (``source``: the trace's own figures, or the catalogue)."""
+    out: dict[str, Any] = {}
+    for name, value in chip.to_dict().items():
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[name] = value
+        elif isinstance(value, dict):
+            out[name] = {str(k): v for k, v in value.items()}
+    sources = {chip.device_peak_flops_source("bf16"), *chip.figure_sources.values()}
+    devices_per_chip = max(chip.devices_per_chip, 1)
+    out.update(
+        {
+            "peak_flops_per_s": chip.device_peak_flops("bf16") or None,
+            "hbm_capacity_bytes": chip.hbm_bytes / devices_per_chip or None,
+            "mxu_size": chip.mxu_size or None,
+            "source": "trace" if "trace" in sources else "catalogue",
+            "hbm_bytes_per_s_device": chip.device_hbm_bytes_per_s or None,
+        }
+    )
+    return out
+
+
+def _device_dict(device: DeviceInfo) -> dict[str, Any]:
+    return {
+        "kind": device.kind,
+        "type": device.type_string,
+        "count": int(device.count),
+        "hosts": list(device.hosts),
+        "peak_flops_per_s": device.peak_flops_per_s,
+        "peak_hbm_bytes_per_s": device.peak_hbm_bytes_per_s,
+    }
+
+
+def _collective(value: Any) -> dict[str, Any] | None:
+    """The JSON form of the scorer's collective facts (schema 1's field names)."""
+    if not isinstance(value, dict):
+        return None
+    return {
+        "kind": value.get("kind"),
+        "group_size": value.get("group_size"),
+        "groups": value.get("num_groups"),
+        "bytes": value.get("output_bytes"),
+        "axes": value.get("axes"),
+    }
+
+
+def _entries(
+    analysis: Analysis, exposed: dict[tuple[str, str], float]
+) -> list[tuple[OpEntry, str]]:
+    """One entry per row of ``Score.ops`` with its module key, keyed in program order,
+    heaviest first."""
+    records = analysis.score.ops.to_dict("records")
+
+    def program_order(index: int) -> tuple[int, int]:
+        position = _optional_int(records[index].get("position"))
+        return (_NO_POSITION if position is None else position, index)
+
+    order = sorted(range(len(records)), key=program_order)
+    stable_keys = keys.assign_keys(
+        (
+            str(records[i]["module"]),
+            _text(records[i].get("op_path")),
+            str(records[i].get("opcode") or "unknown"),
+            str(records[i]["name"]),
+        )
+        for i in order
+    )
+    key_of = dict(zip(order, stable_keys, strict=True))
+    matmul_tables: dict[str, dict[str, Any]] = {}
+    entries = []
+    for index, record in enumerate(records):
+        module_key = str(record.get("module_key") or "")
+        if module_key not in matmul_tables:
+            matmul_tables[module_key] = matmuls_by_name(analysis.shardings.get(module_key))
+        name = str(record["name"])
+        matmul = matmul_tables[module_key].get(name)
+        global_shape = _text(record.get("global_shape"))
+        efficiency = _optional(record.get("efficiency"))
+        entry = OpEntry(
+            key=key_of[index],
+            module=str(record["module"]),
+            name=name,
+            opcode=str(record.get("opcode") or "unknown"),
+            category=str(record.get("category") or "other"),
+            occurrences=int(_number(record.get("occurrences"))),
+            measured_s=_number(record.get("measured_s")),
+            flops=_number(record.get("flops")),
+            hbm_bytes=_number(record.get("hbm_bytes")),
+            ici_bytes=_number(record.get("ici_bytes")),
+            t_compute_s=_number(record.get("t_compute_s")),
+            t_hbm_s=_number(record.get("t_hbm_s")),
+            t_ici_s=_number(record.get("t_ici_s")),
+            roofline_s=_number(record.get("roofline_s")),
+            bound_by=str(record.get("bound_by") or "unknown"),
+            efficiency=efficiency,
+            scope=_text(record.get("scope")) or _text(record.get("op_path")),
+            collective=_collective(record.get("collective")),
+            global_shapes=(
+                matmul_global_shapes(matmul)
+                if matmul is not None
+                else [global_shape]
+                if global_shape
+                else []
+            ),
+            splits=matmul_splits(matmul) if matmul is not None else None,
+            shape=_text(record.get("shape")),
+            source=_text(record.get("source")),
+            exposed_s=exposed.get((str(record["module"]), name)),
+            async_span_s=_optional(record.get("async_span_s")),
+            async_span_n=_optional_int(record.get("async_span_n")),
+            exposed_wait_s=_optional(record.get("exposed_wait_s")),
+        )
+        entries.append((entry, module_key))
+    entries.sort(key=lambda pair: -pair[0].measured_s)
+    return entries
+
+
+def _scorer_figures(score: Score) -> dict[str, Scalar]:
+    """The scorer's scalar summary figures (copied into the JSON as ``score_<name>``)."""
+    return {str(k): v for k, v in score.summary.items() if isinstance(v, int | float | str | bool)}
+
+
+def _rule_contexts(profile: Profile, entries: list[tuple[OpEntry, str]]) -> list[rules.OpContext]:
+    """Each entry with its instruction and module, for the rules."""
+    contexts = []
+    for entry, module_key in entries:
+        module = profile.modules.get(module_key) if module_key else None
+        instruction = profile.instruction(module_key, entry.name) if module is not None else None
+        contexts.append(rules.OpContext(entry, instruction, module))
+    return contexts
+
+
+def build_report(
+    analysis: Analysis, config: RuleConfig | None = None, *, with_rules: bool = True
+) -> Report:
+    """The report of one profile: per-op table, summary, findings of the rules."""
+    config = config or RuleConfig()
+    profile, score = analysis.profile, analysis.score
+    categories = summary.event_categories(profile.ops, score.ops)
+    facts = summary.overlap(profile.ops, categories)
+    keyed = _entries(analysis, facts.exposed_by_op)
+    entries = [entry for entry, _ in keyed]
+    steps = summary.steps(profile.steps, score.steps)
+    report_summary = summary.summarise(
+        ops=entries,
+        steps=steps,
+        facts=facts,
+        total_event_time_s=float(profile.ops["duration_s"].sum()) if len(profile.ops) else 0.0,
+        device_count=int(profile.device.count or 1),
+        scorer=_scorer_figures(score),
+    )
+    report_summary.mesh = {
+        str(key): dict(sharding.mesh.shape)
+        for key, sharding in analysis.shardings.items()
+        if sharding.mesh.shape
+    }
+    report = Report(
+        device=_device_dict(profile.device),
+        chip=chip_dict(score.chip),
+        steps=steps,
+        summary=report_summary,
+        ops=entries,
+        findings=[],
+        unmatched=[
+            {"reason": u.reason, "count": int(u.count), "examples": list(u.examples)[:5]}
+            for u in profile.unmatched
+        ],
+        trace={"path": str(profile.path), "run": profile.run},
+    )
+    if with_rules:
+        findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
+        report.findings = findings
+        by_key = {entry.key: entry for entry in entries}
+        for finding in findings:
+            entry = by_key.get(finding.op or "")
+            if entry is not None and finding.rule not in entry.flags:
+                entry.flags.append(finding.rule)
+        report.summary.findings = len(findings)
+    return report

@@ -1,0 +1,198 @@
+"""Whole-profile figures of a report: steps, time by category and bound, overlap, idle time.
+
+Everything here is per device (the totals over devices divided by the device count) unless a
+name says otherwise; SCHEMA.md documents each figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profan.report import timeline
+from profan.report.model import IdleGap, OpEntry, Scalar, Summary
+
+# Categories whose events count as "compute" that can hide communication.  ``control`` (while,
+# conditional, call) is left out because its event encloses the ops it runs.
+COMPUTE_CATEGORIES = frozenset(
+    {"matmul", "elementwise", "reduction", "data-movement", "custom", "other"}
+)
+BOUNDS = ("compute", "hbm", "ici", "host")
+
+
+def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
+    """Category of each event of a profile's op table (from the score's per-op categories);
+    ``unmatched`` for events the score has no row for."""
+    if len(ops) == 0:
+        return np.array([], dtype=object)
+    lookup = score_ops[["module", "name", "category"]].drop_duplicates(["module", "name"])
+    lookup = lookup.astype({"module": str, "name": str})
+    left = pd.DataFrame({"module": ops["module"].astype(str), "name": ops["op_name"].astype(str)})
+    via_name = left.merge(lookup, on=["module", "name"], how="left")["category"]
+    if via_name.isna().all() and "module_key" in ops:
+        left = pd.DataFrame(
+            {"module": ops["module_key"].astype(str), "name": ops["op_name"].astype(str)}
+        )
+        via_name = left.merge(lookup, on=["module", "name"], how="left")["category"]
+    return via_name.fillna("unmatched").to_numpy()
+
+
+@dataclass(slots=True)
+class Overlap:
+    """What the timelines say: per-op exposed time and per-device busy/idle/communication."""
+
+    exposed_by_op: dict[tuple[str, str], float]  # (module, op name) -> exposed s, all devices
+    exposed_comm_s: float  # per device, whole profile
+    collective_s: float  # per device, whole profile
+    busy_span_s: float  # per device: first op start to last op end
+    idle_in_span_s: float  # per device
+    top_gaps: list[IdleGap]
+
+
+def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
+    """Collective and host time not hidden behind compute on the same device, and idle gaps."""
+    if len(ops) == 0:
+        return Overlap({}, 0.0, 0.0, 0.0, 0.0, [])
+    start = ops["start_s"].to_numpy(dtype=float)
+    end = start + ops["duration_s"].to_numpy(dtype=float)
+    device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
+    is_compute = np.isin(categories, list(COMPUTE_CATEGORIES))
+    is_hidden_candidate = np.isin(categories, ["collective", "host"])
+    is_collective = categories == "collective"
+    exposed = np.zeros(len(ops))
+    idle_total = span_total = comm_total = 0.0
+    all_gaps: list[timeline.Gap] = []
+    devices = np.unique(device)
+    for dev in devices:
+        on_device = device == dev
+        compute = timeline.union(start[on_device & is_compute], end[on_device & is_compute])
+        candidates = np.nonzero(on_device & is_hidden_candidate)[0]
+        if len(candidates):
+            covered = timeline.overlap(compute, start[candidates], end[candidates])
+            exposed[candidates] = np.maximum((end[candidates] - start[candidates]) - covered, 0.0)
+        busy = timeline.union(start[on_device], end[on_device])
+        if len(busy.starts):
+            span = float(busy.ends[-1] - busy.starts[0])
+            span_total += span
+            idle_total += span - busy.total
+            all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
+        mine = on_device & is_collective
+        comm_total += float((end[mine] - start[mine]).sum())
+    n = max(len(devices), 1)
+    frame = pd.DataFrame(
+        {"module": ops["module"].astype(str), "name": ops["op_name"].astype(str), "x": exposed}
+    )[is_hidden_candidate]
+    exposed_by_op = {
+        (str(m), str(o)): float(v)
+        for (m, o), v in frame.groupby(["module", "name"])["x"].sum().items()
+    }
+    all_gaps.sort(key=lambda g: -g.duration_s)
+    top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]
+    comm_exposed = float(exposed[is_collective].sum())
+    return Overlap(
+        exposed_by_op, comm_exposed / n, comm_total / n, span_total / n, idle_total / n, top
+    )
+
+
+def _number(value: Any, default: float = 0.0) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def steps(profile_steps: pd.DataFrame | None, score_steps: pd.DataFrame | None) -> list[dict]:
+    """One row per step: the profile's start/end/duration, then the scorer's per-step columns."""
+    rows: dict[int, dict[str, Any]] = {}
+    if profile_steps is not None and len(profile_steps):
+        for record in profile_steps.to_dict("records"):
+            step = int(record["step"])
+            rows[step] = {
+                "step": step,
+                "start_s": _number(record.get("start_s")),
+                "end_s": _number(record.get("end_s")),
+                "measured_s": _number(record.get("duration_s")),
+            }
+    if score_steps is not None and len(score_steps):
+        for record in score_steps.to_dict("records"):
+            try:
+                step = int(record["step"])
+            except (TypeError, ValueError):
+                continue
+            row = rows.setdefault(
+                step, {"step": step, "measured_s": _number(record.get("measured_s"))}
+            )
+            for name, value in record.items():
+                if name != "step" and name not in row:
+                    row[name] = value
+    return [rows[k] for k in sorted(rows)]
+
+
+def summarise(
+    *,
+    ops: list[OpEntry],
+    steps: list[dict[str, Any]],
+    facts: Overlap,
+    total_event_time_s: float,
+    device_count: int,
+    scorer: dict[str, Scalar],
+) -> Summary:
+    """The summary figures (before the rules ran: ``findings`` stays None)."""
+    step_times = np.array([s["measured_s"] for s in steps if s.get("measured_s")], dtype=float)
+    devices = max(device_count, 1)
+    matched = sum(op.measured_s for op in ops)
+    by_category: dict[str, float] = {}
+    by_bound: dict[str, float] = dict.fromkeys(BOUNDS, 0.0)
+    for op in ops:
+        by_category[op.category] = by_category.get(op.category, 0.0) + op.measured_s
+        by_bound[op.bound_by] = by_bound.get(op.bound_by, 0.0) + op.measured_s
+    # per device: the score sums over devices
+    ordered = sorted(by_category.items(), key=lambda kv: -kv[1])
+    time_by_bound = {k: v / devices for k, v in by_bound.items()}
+    time_by_bound["idle"] = facts.idle_in_span_s
+    gaps = [
+        steps[i + 1]["start_s"] - steps[i]["end_s"]
+        for i in range(len(steps) - 1)
+        if "start_s" in steps[i + 1] and "end_s" in steps[i]
+    ]
+    gaps = [g for g in gaps if g > 0]
+    have_steps = len(step_times) > 0
+    return Summary(
+        step_count=len(steps),
+        step_time_median_s=float(np.median(step_times)) if have_steps else None,
+        step_time_min_s=float(step_times.min()) if have_steps else None,
+        step_time_max_s=float(step_times.max()) if have_steps else None,
+        step_time_p10_s=float(np.percentile(step_times, 10)) if have_steps else None,
+        step_time_p90_s=float(np.percentile(step_times, 90)) if have_steps else None,
+        mfu=_optional(scorer.get("mfu")),
+        total_op_time_s=total_event_time_s,
+        matched_op_time_s=matched,
+        unmatched_op_time_s=total_event_time_s - matched,
+        op_count=len(ops),
+        device_count=devices,
+        time_by_category_s={k: v / devices for k, v in ordered},
+        time_by_bound_s=time_by_bound,
+        collective_time_s=facts.collective_s,
+        exposed_comm_s=facts.exposed_comm_s,
+        exposed_comm_per_step_s=facts.exposed_comm_s / len(steps) if steps else None,
+        exposed_comm_share=(
+            facts.exposed_comm_s / facts.busy_span_s if facts.busy_span_s > 0 else 0.0
+        ),
+        busy_span_s=facts.busy_span_s,
+        idle_s=facts.idle_in_span_s,
+        idle_gaps=facts.top_gaps,
+        inter_step_gap_total_s=float(sum(gaps)),
+        inter_step_gap_max_s=float(max(gaps)) if gaps else 0.0,
+        ideal_time_s=sum(op.roofline_s for op in ops) / devices,
+        scorer={k: v for k, v in scorer.items() if k != "mfu"},
+    )
+
+
+def _optional(value: Any) -> float | None:
+    number = _number(value, math.nan)
+    return number if math.isfinite(number) else None
