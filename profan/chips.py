@@ -6,6 +6,12 @@ replaces chips: ``PROFAN_CHIPS=/path/chips.toml`` or ``--chips FILE`` on the com
 
 ``chip_for_device(DeviceInfo)`` maps what a trace says about its device to an entry; the trace's
 own peak figures win when present and ``Chip.figure_sources`` says where each figure came from.
+
+``Chip.peak_flops_per_s(dtype, precision)`` is the peak a dot or convolution is measured against:
+the rate of its operand dtype and precision config (TPU f32 dots take 1, 3 or 6 bf16 passes;
+NVIDIA GPUs run f32 gemms as TF32 unless the precision is HIGHEST), with where it came from.
+TPU v4 and v5p are *megacore* chips: two TensorCores act as one device; ``Chip.per_core()``
+gives the figures of one TensorCore for traces that account per core.
 """
 
 from __future__ import annotations
@@ -13,13 +19,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
 
 from profan.errors import ConfigError
 from profan.paths import data_path
+from profan.tomlschema import convert, read_toml
 
 if TYPE_CHECKING:
     from profan.trace.profile import DeviceInfo
@@ -27,23 +36,81 @@ if TYPE_CHECKING:
 CATALOGUE_FILE = "chips.toml"
 USER_CHIPS_ENV = "PROFAN_CHIPS"
 
-TOPOLOGIES = ("torus2d", "torus3d", "switched", "fully-connected", "none")
-WRAPAROUND_RULES = ("always", "never", "axis-16", "cube-4")
-DTYPES = ("bf16", "fp8", "int8", "f32")
+Kind = Literal["TPU", "GPU", "CPU"]
+Topology = Literal["torus2d", "torus3d", "switched", "fully-connected", "none"]
+Wraparound = Literal["always", "never", "axis-16", "cube-4"]
+TOPOLOGIES: tuple[str, ...] = typing.get_args(Topology)
+WRAPAROUND_RULES: tuple[str, ...] = typing.get_args(Wraparound)
+# The catalogue's peak-rate keys: the matrix unit's rate per operand format (tf32 = f32 operands
+# rounded to 10 mantissa bits on NVIDIA tensor cores).
+DTYPES = ("bf16", "fp8", "int8", "tf32", "f32", "f64")
 # A trace's own peak figure replaces the catalogue's unless it is below this share of it.
 TRACE_FIGURE_FLOOR = 0.75
+# Precision config levels as XLA numbers them (PrecisionConfig.Precision).
+PRECISION_LEVELS = {"DEFAULT": 0, "HIGH": 1, "HIGHEST": 2}
+# TPU: an f32 dot is done as this many bf16 passes on the MXU per precision level (JAX's
+# lax.Precision: DEFAULT = 1 pass, HIGH = bf16_3x, HIGHEST = bf16_6x).
+TPU_F32_PASSES = {0: 1, 1: 3, 2: 6}
+# A complex multiply-add is four real ones; XLA counts it as one FMA (2 FLOPs), so complex dots
+# run at a quarter of the real rate in XLA's FLOPs.
+COMPLEX_FACTOR = 4
 
-# Required numeric fields of a catalogue entry (name -> description for error messages).
-_NUMERIC_FIELDS = (
-    "hbm_bytes",
-    "hbm_bytes_per_s",
-    "ici_link_bytes_per_s_uni",
-    "ici_link_bytes_per_s_bi",
-    "ici_links",
-    "ici_hop_latency_s",
-    "dcn_bytes_per_s",
-    "pcie_bytes_per_s",
-)
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class PeakFlopsEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``peak_flops`` of a catalogue entry: dense FLOP/s per chip by operand format."""
+
+    bf16: Positive
+    fp8: Positive | None = None
+    int8: Positive | None = None
+    tf32: Positive | None = None
+    f32: Positive | None = None
+    f64: Positive | None = None
+
+
+class ChipEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One ``[chips.NAME]`` table of a chip file (the schema; see chips.toml's header)."""
+
+    peak_flops: PeakFlopsEntry
+    hbm_bytes: NonNegative
+    hbm_bytes_per_s: NonNegative
+    ici_link_bytes_per_s_uni: NonNegative
+    ici_link_bytes_per_s_bi: NonNegative
+    ici_links: Annotated[int, msgspec.Meta(ge=0)]
+    topology: Topology
+    ici_hop_latency_s: NonNegative
+    dcn_bytes_per_s: NonNegative
+    pcie_bytes_per_s: NonNegative
+    display_name: str | None = None
+    kind: Kind = "TPU"
+    wraparound: Wraparound = "never"
+    devices_per_chip: Count = 1
+    tensorcores_per_chip: Count = 1
+    megacore: bool = False
+    mxu_size: Annotated[int, msgspec.Meta(ge=0)] = 0
+    device_strings: list[str] = []
+    vendor: str | None = None
+    compute_capabilities: list[str] = []
+    approximate: bool = False
+    sources: dict[str, str] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The peak FLOP/s one device reaches for an op's operand format and precision."""
+
+    flops_per_s: float  # per device, in XLA's FLOPs (complex FMAs count 2)
+    rate: str  # the catalogue rate it is derived from: bf16, fp8, int8, tf32, f32, f64
+    divisor: int  # rate / divisor: bf16 passes of a TPU f32 dot, 4 for complex, else 1
+    source: str  # where the figure comes from and why this rate, in words
+
+    @property
+    def label(self) -> str:
+        """Short name of the peak for tables: ``bf16``, ``tf32``, ``bf16/6``."""
+        return self.rate if self.divisor == 1 else f"{self.rate}/{self.divisor}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +132,9 @@ class Chip:
     pcie_bytes_per_s: float
     wraparound: str = "never"
     devices_per_chip: int = 1
+    # TensorCores per chip; on a megacore chip (TPU v4, v5p) they act as one device.
+    tensorcores_per_chip: int = 1
+    megacore: bool = False
     mxu_size: int = 0
     device_strings: tuple[str, ...] = ()
     vendor: str | None = None
@@ -77,7 +147,7 @@ class Chip:
     # ---- per-device views (what one JAX device, i.e. one trace plane, can do) ----
 
     def device_peak_flops(self, dtype: str = "bf16") -> float:
-        """Dense peak FLOP/s of one device for the math dtype (falls back to bf16)."""
+        """Dense peak FLOP/s of one device for a catalogue rate key (falls back to bf16)."""
         key = normalise_dtype(dtype)
         rate = self.peak_flops.get(key)
         if rate is None:
@@ -90,14 +160,59 @@ class Chip:
             key = "bf16"
         return self.figure_sources.get(f"peak_flops.{key}", "catalogue")
 
+    def peak_flops_per_s(
+        self,
+        dtype: str | None,
+        precision: str | typing.Sequence[str] | None = None,
+        *,
+        algorithm: str | None = None,
+    ) -> Peak:
+        """The peak of one device for a dot/convolution with ``dtype`` operands.
+
+        ``precision``: the operand precisions (``DEFAULT``/``HIGH``/``HIGHEST``, one or one per
+        operand; the highest counts, as XLA does); ``algorithm``: a dot algorithm
+        (``ALG_DOT_BF16_BF16_F32_X3`` or ``dot_bf16_bf16_f32_x3``), which wins when set.
+        """
+        return peak_for(self, dtype, precision, algorithm)
+
     @property
     def device_hbm_bytes_per_s(self) -> float:
         return self.hbm_bytes_per_s / self.devices_per_chip
 
     @property
+    def device_hbm_capacity_bytes(self) -> float:
+        return self.hbm_bytes / self.devices_per_chip
+
+    @property
+    def figures_source(self) -> str:
+        """``trace`` when any figure used for scoring came from the trace, else ``catalogue``."""
+        return "trace" if "trace" in self.figure_sources.values() else "catalogue"
+
+    @property
     def critical_intensity_bf16(self) -> float:
         """FLOPs per HBM byte at which a bf16 op turns compute-bound (MODEL.md section 1)."""
         return self.peak_flops["bf16"] / self.hbm_bytes_per_s
+
+    def per_core(self) -> Chip:
+        """The figures of one TensorCore of a megacore chip (compute and HBM split evenly).
+
+        A trace that accounts per TensorCore (each core's share of an op) is scored against
+        these; a chip that is not megacore is returned unchanged.
+        """
+        cores = self.tensorcores_per_chip
+        if not self.megacore or cores <= 1:
+            return self
+        sources = dict(self.figure_sources)
+        sources["accounting"] = f"per TensorCore: chip figures / {cores} (megacore)"
+        return dataclasses.replace(
+            self,
+            peak_flops={key: rate / cores for key, rate in self.peak_flops.items()},
+            hbm_bytes_per_s=self.hbm_bytes_per_s / cores,
+            hbm_bytes=self.hbm_bytes / cores,
+            tensorcores_per_chip=1,
+            megacore=False,
+            figure_sources=sources,
+        )
 
     def has_wraparound(
         self,
@@ -134,7 +249,7 @@ class Chip:
 
 
 def normalise_dtype(dtype: str) -> str:
-    """Map an HLO element type to the catalogue's peak-rate keys (bf16, fp8, int8, f32)."""
+    """Map an HLO element type to the catalogue's classic rate keys (bf16, fp8, int8, f32)."""
     dtype = dtype.lower()
     if dtype.startswith("f8") or dtype in ("fp8",):
         return "fp8"
@@ -145,73 +260,174 @@ def normalise_dtype(dtype: str) -> str:
     return "bf16"  # bf16, f16 and anything else run at the 16-bit matrix rate
 
 
+# ------------------------------------------------------------------------ precision-aware peak
+
+
+def _precision_level(precision: str | typing.Sequence[str] | None) -> int:
+    if precision is None:
+        return 0
+    values = [precision] if isinstance(precision, str) else list(precision)
+    levels = [PRECISION_LEVELS.get(str(value).strip().upper(), 0) for value in values]
+    return max(levels, default=0)
+
+
+def _algorithm_rate(algorithm: str) -> tuple[str, int] | None:
+    """(rate, passes) of an XLA dot algorithm (``PrecisionConfig.Algorithm``)."""
+    name = algorithm.strip().upper().removeprefix("ALG_").removeprefix("DOT_")
+    if not name or name == "UNSET":
+        return None
+    passes = 1
+    for suffix in ("_X3", "_X6", "_X9"):
+        if name.endswith(suffix):
+            passes = int(suffix[2:])
+            name = name.removesuffix(suffix)
+    operand = name.split("_")[0]
+    rate = {"BF16": "bf16", "F16": "bf16", "TF32": "tf32", "F32": "f32", "F64": "f64",
+            "ANY": "fp8"}.get(operand)  # fmt: skip
+    return (rate, passes) if rate else None
+
+
+def _operand_class(dtype: str | None) -> str:
+    """bf16 | fp8 | int8 | f32 | f64 | c64 | c128 | tf32 | other."""
+    text = (dtype or "bf16").lower()
+    if text in ("bf16", "f16", "fp16"):
+        return "bf16"
+    if text.startswith(("f8", "fp8", "f4e", "f6e")):
+        return "fp8"
+    if text in ("s8", "u8", "s4", "u4", "int8", "s2", "u2"):
+        return "int8"
+    if text in ("f32", "f64", "c64", "c128", "tf32"):
+        return text
+    return "other"
+
+
+def _cite(chip: Chip, rate: str) -> str:
+    traced = chip.figure_sources.get(f"peak_flops.{rate}", "catalogue")
+    citation = chip.sources.get(f"peak_flops.{rate}") or chip.sources.get("peak_flops")
+    citation = citation or chip.sources.get("all", "")
+    where = "the trace's own peak" if traced == "trace" else f"chips.toml {chip.name}"
+    return f"{where} peak_flops.{rate}" + (f" ({citation})" if citation else "")
+
+
+def peak_for(
+    chip: Chip,
+    dtype: str | None,
+    precision: str | typing.Sequence[str] | None = None,
+    algorithm: str | None = None,
+) -> Peak:
+    """The per-device peak of ``chip`` for a dot with ``dtype`` operands (see ``Chip``)."""
+    operand = _operand_class(dtype)
+    complex_factor = COMPLEX_FACTOR if operand in ("c64", "c128") else 1
+    rate = {"c64": "f32", "c128": "f64"}.get(operand, operand)
+    passes = 1
+    why: list[str] = []
+    chosen = _algorithm_rate(algorithm) if algorithm else None
+    vendor = (chip.vendor or "").upper()
+    if chosen is not None:
+        rate, passes = chosen
+        why.append(f"dot algorithm {algorithm}")
+    elif rate == "f32":
+        level = _precision_level(precision)
+        level_name = {0: "DEFAULT", 1: "HIGH", 2: "HIGHEST"}[level]
+        if chip.kind == "TPU":
+            rate, passes = "bf16", TPU_F32_PASSES[level]
+            why.append(f"f32 at {level_name} precision: {passes} bf16 pass(es) on the MXU")
+        elif chip.kind == "GPU" and level <= 1 and vendor == "NVIDIA" and "tf32" in chip.peak_flops:
+            rate = "tf32"
+            why.append(f"f32 at {level_name} precision runs as TF32 on tensor cores (XLA's rule)")
+        elif chip.kind == "GPU" and level <= 1 and vendor != "NVIDIA":
+            why.append("f32: XLA allows TF32 only on CUDA; ROCm gemms run at the f32 rate")
+    if chip.kind == "TPU" and rate in ("f32", "tf32"):
+        extra = 6 if rate == "f32" else 3
+        why.append(f"{rate} on TPU: {extra} bf16 passes per pass")
+        rate, passes = "bf16", passes * extra
+    figure = chip.peak_flops.get(rate)
+    if figure is None:
+        fallback = _fallback_rate(chip, rate)
+        why.append(_fallback_reason(chip, rate, fallback))
+        if rate == "f64" and chip.kind == "TPU":
+            passes *= 6
+        rate, figure = fallback, chip.peak_flops[fallback]
+    if complex_factor > 1:
+        why.append("complex: one complex FMA is 4 real ones")
+    divisor = passes * complex_factor
+    source = _cite(chip, rate) + (f" / {divisor}" if divisor > 1 else "")
+    if chip.devices_per_chip > 1:
+        source += f" / {chip.devices_per_chip} devices per chip"
+    if why:
+        source += "; " + "; ".join(why)
+    return Peak(figure / divisor / chip.devices_per_chip, rate, divisor, source)
+
+
+def _fallback_rate(chip: Chip, rate: str) -> str:
+    """The rate used when the catalogue has none for ``rate``: never slower than the real one,
+    so the ideal time stays a lower bound."""
+    if rate in ("fp8", "int8", "tf32") and "bf16" in chip.peak_flops:
+        if rate == "tf32" and "f32" in chip.peak_flops:
+            return "f32"
+        return "bf16"
+    if rate == "f64":
+        if chip.kind == "TPU":
+            return "bf16"
+        if "f32" in chip.peak_flops:
+            return "f32"
+    return max(chip.peak_flops, key=lambda key: chip.peak_flops[key])
+
+
+def _fallback_reason(chip: Chip, rate: str, fallback: str) -> str:
+    if rate == "fp8" and fallback == "bf16":
+        return f"{chip.name} has no fp8 rate: fp8 operands are converted and run at the bf16 rate"
+    if rate == "int8" and fallback == "bf16":
+        return f"{chip.name} has no int8 rate: the bf16 rate is used"
+    if rate == "f64" and chip.kind == "TPU":
+        return "TPU has no f64 matrix unit (XLA emulates f64): the f32 HIGHEST rate bounds it"
+    if rate == "f64":
+        return f"{chip.name} has no f64 rate: the f32 rate bounds it"
+    return (
+        f"{chip.name} has no {rate} rate: its fastest rate ({fallback}) is used, an upper "
+        "bound on speed, so the ideal time stays a lower bound"
+    )
+
+
 # ---------------------------------------------------------------------------- loading
 
 
-def _chip_from_table(name: str, table: dict[str, Any], origin: str) -> Chip:
-    def need(key: str) -> Any:
-        if key not in table:
-            raise ConfigError(f"{origin}: chip {name!r} lacks the field {key!r}")
-        return table[key]
-
-    peak = need("peak_flops")
-    if not isinstance(peak, dict) or not peak:
-        raise ConfigError(f"{origin}: chip {name!r}: peak_flops must be a table dtype = FLOP/s")
-    peak_flops: dict[str, float] = {}
-    for dtype, rate in peak.items():
-        if dtype not in DTYPES:
-            raise ConfigError(
-                f"{origin}: chip {name!r}: unknown dtype {dtype!r} in peak_flops "
-                f"(expected one of {', '.join(DTYPES)})"
-            )
-        if not isinstance(rate, int | float) or rate <= 0:
-            raise ConfigError(f"{origin}: chip {name!r}: peak_flops.{dtype} must be > 0")
-        peak_flops[dtype] = float(rate)
-    if "bf16" not in peak_flops:
-        raise ConfigError(f"{origin}: chip {name!r}: peak_flops needs at least bf16")
-    numbers: dict[str, float] = {}
-    for key in _NUMERIC_FIELDS:
-        value = need(key)
-        if not isinstance(value, int | float) or value < 0:
-            raise ConfigError(f"{origin}: chip {name!r}: {key} must be a number >= 0")
-        numbers[key] = float(value)
-    topology = need("topology")
-    if topology not in TOPOLOGIES:
+def _chip_from_table(name: str, table: Any, origin: str) -> Chip:
+    entry = convert(table, ChipEntry, origin=origin, key=f"chips.{name}")
+    if entry.megacore and (entry.tensorcores_per_chip < 2 or entry.devices_per_chip != 1):
         raise ConfigError(
-            f"{origin}: chip {name!r}: topology {topology!r} is not one of {', '.join(TOPOLOGIES)}"
+            f"{origin}: chips.{name}.megacore: a megacore chip has tensorcores_per_chip >= 2 "
+            "acting as one device (devices_per_chip = 1)"
         )
-    wraparound = table.get("wraparound", "never")
-    if wraparound not in WRAPAROUND_RULES:
-        raise ConfigError(
-            f"{origin}: chip {name!r}: wraparound {wraparound!r} is not one of "
-            f"{', '.join(WRAPAROUND_RULES)}"
-        )
-    kind = table.get("kind", "TPU")
-    if kind not in ("TPU", "GPU", "CPU"):
-        raise ConfigError(f"{origin}: chip {name!r}: kind must be TPU, GPU or CPU")
-    sources = {str(k): str(v) for k, v in table.get("sources", {}).items()}
+    peak_flops = {
+        dtype: float(rate)
+        for dtype in DTYPES
+        if (rate := getattr(entry.peak_flops, dtype)) is not None
+    }
     return Chip(
         name=name,
-        display_name=str(table.get("display_name", name)),
-        kind=kind,
+        display_name=entry.display_name or name,
+        kind=entry.kind,
         peak_flops=peak_flops,
-        hbm_bytes=numbers["hbm_bytes"],
-        hbm_bytes_per_s=numbers["hbm_bytes_per_s"],
-        ici_link_bytes_per_s_uni=numbers["ici_link_bytes_per_s_uni"],
-        ici_link_bytes_per_s_bi=numbers["ici_link_bytes_per_s_bi"],
-        ici_links=int(numbers["ici_links"]),
-        topology=topology,
-        ici_hop_latency_s=numbers["ici_hop_latency_s"],
-        dcn_bytes_per_s=numbers["dcn_bytes_per_s"],
-        pcie_bytes_per_s=numbers["pcie_bytes_per_s"],
-        wraparound=wraparound,
-        devices_per_chip=int(table.get("devices_per_chip", 1)),
-        mxu_size=int(table.get("mxu_size", 0)),
-        device_strings=tuple(str(s) for s in table.get("device_strings", ())),
-        vendor=str(table["vendor"]) if "vendor" in table else None,
-        compute_capabilities=tuple(str(c) for c in table.get("compute_capabilities", ())),
-        approximate=bool(table.get("approximate", False)),
-        sources=sources,
+        hbm_bytes=float(entry.hbm_bytes),
+        hbm_bytes_per_s=float(entry.hbm_bytes_per_s),
+        ici_link_bytes_per_s_uni=float(entry.ici_link_bytes_per_s_uni),
+        ici_link_bytes_per_s_bi=float(entry.ici_link_bytes_per_s_bi),
+        ici_links=entry.ici_links,
+        topology=entry.topology,
+        ici_hop_latency_s=float(entry.ici_hop_latency_s),
+        dcn_bytes_per_s=float(entry.dcn_bytes_per_s),
+        pcie_bytes_per_s=float(entry.pcie_bytes_per_s),
+        wraparound=entry.wraparound,
+        devices_per_chip=entry.devices_per_chip,
+        tensorcores_per_chip=entry.tensorcores_per_chip,
+        megacore=entry.megacore,
+        mxu_size=entry.mxu_size,
+        device_strings=tuple(entry.device_strings),
+        vendor=entry.vendor,
+        compute_capabilities=tuple(entry.compute_capabilities),
+        approximate=entry.approximate,
+        sources=dict(entry.sources),
         figure_sources={"all": "catalogue" if origin == CATALOGUE_FILE else origin},
     )
 
@@ -220,23 +436,14 @@ def read_chip_file(path: str | Path) -> dict[str, Chip]:
     """Chips defined in one TOML file (``[chips.NAME]`` tables)."""
     path = Path(path)
     origin = path.name if path == data_path(CATALOGUE_FILE) else str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read chip file: {error.strerror or error}") from None
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    document = read_toml(path, what="chip file")
     tables = document.get("chips")
     if not isinstance(tables, dict) or not tables:
         raise ConfigError(f"{path}: no [chips.NAME] tables found")
-    chips = {}
-    for name, table in tables.items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: chips.{name} must be a table")
-        chips[name] = _chip_from_table(name, table, origin)
-    return chips
+    unknown = sorted(set(document) - {"chips"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level table {unknown[0]!r} (allowed: chips)")
+    return {name: _chip_from_table(name, table, origin) for name, table in tables.items()}
 
 
 _BUILTIN: dict[str, Chip] | None = None

@@ -119,20 +119,72 @@ pcie_bytes_per_s = 1e9
     assert "tpu-v5e" in catalogue()  # the built-in ones stay
 
 
+_GOOD = """
+[chips.x]
+peak_flops = { bf16 = 1e12 }
+hbm_bytes = 1e9
+hbm_bytes_per_s = 1e12
+ici_link_bytes_per_s_uni = 1e10
+ici_link_bytes_per_s_bi = 2e10
+ici_links = 2
+topology = "switched"
+ici_hop_latency_s = 1e-6
+dcn_bytes_per_s = 1e9
+pcie_bytes_per_s = 1e9
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("not toml = = 1", "not valid TOML"),
         ("[other]\nx = 1", "no \\[chips.NAME\\]"),
-        ("[chips.x]\npeak_flops = { bf16 = 1e12 }", "lacks the field"),
-        ("[chips.x]\npeak_flops = { f16 = 1e12 }", "unknown dtype"),
+        (_GOOD + "[other]\nx = 1", "unknown top-level table 'other' \\(allowed: chips\\)"),
+        ("[chips.x]\npeak_flops = { bf16 = 1e12 }", "chips.x: lacks the field 'hbm_bytes'"),
+        (
+            "[chips.x]\npeak_flops = { f16 = 1e12 }",
+            "chips.x.peak_flops: unknown field 'f16' "
+            "\\(allowed: bf16, fp8, int8, tf32, f32, f64\\)",
+        ),
+        (_GOOD.replace("bf16 = 1e12", "bf16 = 0"), "chips.x.peak_flops.bf16: must be a number > 0"),
+        (
+            _GOOD.replace("hbm_bytes = 1e9", 'hbm_bytes = "lots"'),
+            "chips.x.hbm_bytes: must be a number, got a string",
+        ),
+        (
+            _GOOD.replace('"switched"', '"mesh"'),
+            "chips.x.topology: 'mesh' is not allowed \\(allowed: torus2d, torus3d, switched",
+        ),
+        (_GOOD + "colour = 1\n", "chips.x: unknown field 'colour' \\(allowed: peak_flops, "),
+        (_GOOD + "ici_links_total = 3\n", "unknown field 'ici_links_total'"),
+        (_GOOD + "device_strings = ['a', 3]\n", "chips.x.device_strings\\[1\\]: must be a string"),
+        (_GOOD + "megacore = true\n", "chips.x.megacore: a megacore chip has"),
+        (_GOOD + "devices_per_chip = 0\n", "chips.x.devices_per_chip: must be a whole number >= 1"),
     ],
 )
 def test_bad_chip_files_raise_config_errors(tmp_path, text: str, message: str) -> None:
     path = tmp_path / "synthetic_bad.toml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as raised:
         read_chip_file(path)
+    assert str(raised.value).startswith(str(path))  # every message names the file
+
+
+def test_the_minimal_entry_loads_with_defaults(tmp_path) -> None:
+    path = tmp_path / "synthetic_chip.toml"
+    path.write_text(_GOOD)
+    chip = read_chip_file(path)["x"]
+    assert (chip.kind, chip.devices_per_chip, chip.tensorcores_per_chip, chip.megacore) == (
+        "TPU", 1, 1, False)  # fmt: skip
+    assert chip.peak_flops == {"bf16": 1e12} and chip.display_name == "x"
+
+
+def test_report_figures_device_capacity_and_figures_source() -> None:
+    v3 = get_chip("tpu-v3")
+    assert v3.device_hbm_capacity_bytes == pytest.approx(16e9)
+    assert v3.figures_source == "catalogue"
+    device = DeviceInfo(kind="TPU", type_string="TPU v6 Lite", count=4, peak_flops_per_s=918e12)
+    assert chip_for_device(device).figures_source == "trace"
 
 
 def test_unknown_chip_lists_known_ones() -> None:
