@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from profan.errors import HloSyntaxError
-from profan.hlo import Module, parse_module
+from profan.hlo import Module, parse_instruction, parse_module
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -129,3 +129,73 @@ def test_round_trip_gives_an_equal_model(outcomes: list[Outcome]) -> None:
         if again != outcome.module:
             unequal.append((outcome.row["file"], "differs"))
     assert not unequal, unequal[:10]
+
+
+def test_integer_attributes_agree_with_the_shapes_they_index(outcomes: list[Outcome]) -> None:
+    # Decoded dimension numbers must make sense of the operands XLA printed: a dot's
+    # contracting dims pair equal sizes, a get-tuple-element's index picks its element's shape.
+    from profan.hlo.graph import ModuleGraph
+    from profan.hlo.views import int_attribute, int_list_attribute
+
+    dots = elements = 0
+    for outcome in outcomes:
+        module = outcome.module
+        if module is None or not outcome.row["xla_parses"]:
+            continue
+        name = outcome.row["file"]
+        graph = ModuleGraph(module)
+        for instruction in module.instructions():
+            if instruction.opcode == "dot":
+                lhs, rhs = graph.operand_shape(instruction, 0), graph.operand_shape(instruction, 1)
+                if lhs is None or rhs is None or not (lhs.is_array and rhs.is_array):
+                    continue
+                left = int_list_attribute(instruction, "lhs_contracting_dims")
+                right = int_list_attribute(instruction, "rhs_contracting_dims")
+                assert len(left) == len(right), (name, instruction.name)
+                assert [lhs.dims[d] for d in left] == [rhs.dims[d] for d in right]
+                dots += 1
+            elif instruction.opcode == "get-tuple-element" and not instruction.implicit:
+                source = graph.operand_shape(instruction, 0)
+                index = int_attribute(instruction, "index")
+                if source is None or not source.is_tuple:
+                    continue
+                assert index is not None
+                element = source.tuple_shapes[index]
+                assert (element.dtype, element.dims) == (
+                    instruction.shape.dtype,
+                    instruction.shape.dims,
+                ), (name, instruction.name)
+                elements += 1
+    assert dots > 500 and elements > 2000
+    bare = parse_instruction("%t = f32[2]{0} transpose(%x), dimensions={1,0}")
+    assert int_list_attribute(bare, "dimensions") == [1, 0]
+    assert int_list_attribute(bare, "absent") == [] and int_attribute(bare, "index", 7) == 7
+
+
+def test_mesh_form_groups_name_their_mesh(outcomes: list[Outcome]) -> None:
+    from profan.hlo import parse_file
+    from profan.hlo.devices import decode_replica_groups, replica_groups_mesh
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    modules = [o.module for o in outcomes if o.module is not None and o.row["xla_parses"]]
+    modules += [parse_file(str(p)) for p in fixtures.glob("**/hlo/*after_optimizations.txt")]
+    meshes = bad = 0
+    for module in modules:
+        for instruction in module.instructions():
+            value = instruction.attributes.get("replica_groups")
+            if value is None:
+                continue
+            mesh = replica_groups_mesh(value)
+            if not value.lstrip().startswith(("mesh", "@mesh")):
+                assert mesh is None
+                continue
+            assert mesh is not None and mesh.axis_names
+            try:
+                groups = decode_replica_groups(value)
+            except HloSyntaxError:  # an axis the mesh does not have (a negative parser test)
+                bad += 1
+                continue
+            # the groups partition the mesh's devices
+            assert sorted(d for g in groups for d in g) == sorted(mesh.device_ids)
+            meshes += 1
+    assert meshes >= 12 and bad <= 2

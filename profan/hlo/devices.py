@@ -385,6 +385,16 @@ def decode_replica_groups(text: str, *, num_devices: int | None = None) -> list[
     return groups
 
 
+def replica_groups_mesh(text: str) -> MeshSpec | None:
+    """The named mesh of a mesh-form ``replica_groups=`` value (``mesh['data'=4,'model'=2]
+    {'data'}`` or ``@mesh<...>``), ``None`` for the explicit and iota forms.  Bad mesh text
+    raises ``HloSyntaxError``."""
+    reader = _Reader(text.strip(), "replica_groups")
+    if not (reader.peek("mesh") or reader.peek("@mesh")):
+        return None
+    return _read_mesh(reader)
+
+
 def decode_source_target_pairs(text: str) -> list[tuple[int, int]]:
     """``{{0,1},{1,2}}`` → ``[(0, 1), (1, 2)]`` (``{}`` → ``[]``)."""
     reader = _Reader(text.strip(), "source_target_pairs")

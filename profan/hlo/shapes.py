@@ -17,6 +17,7 @@ from lark.exceptions import LarkError
 
 from profan.errors import HloSyntaxError
 from profan.hlo.model import DTYPE_BITS, UNBOUNDED_DIM, Layout, Shape
+from profan.hlo.views import int_list_attribute
 from profan.paths import grammar_path
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
@@ -229,20 +230,15 @@ _SAME_SHAPE_OP_WORDS = (
 _SAME_SHAPE_OPS = frozenset(_SAME_SHAPE_OP_WORDS.split())
 
 
-def _dims_attribute(instruction: Any, key: str) -> list[int]:
-    text = instruction.attributes.get(key, "").strip().strip("{}")
-    return [int(part) for part in text.split(",") if part.strip()]
-
-
 def _dot_shape(instruction: Any, lhs: Shape, rhs: Shape) -> Shape:
     """XLA's dot shape inference: batch dims, then lhs free dims, then rhs free dims; the wider
     element type of the two operands."""
     if not (lhs.is_array and rhs.is_array):
         return UNKNOWN_SHAPE
-    lhs_batch = _dims_attribute(instruction, "lhs_batch_dims")
-    rhs_batch = _dims_attribute(instruction, "rhs_batch_dims")
-    lhs_contracting = _dims_attribute(instruction, "lhs_contracting_dims")
-    rhs_contracting = _dims_attribute(instruction, "rhs_contracting_dims")
+    lhs_batch = int_list_attribute(instruction, "lhs_batch_dims")
+    rhs_batch = int_list_attribute(instruction, "rhs_batch_dims")
+    lhs_contracting = int_list_attribute(instruction, "lhs_contracting_dims")
+    rhs_contracting = int_list_attribute(instruction, "rhs_contracting_dims")
     try:
         dims = [lhs.dims[d] for d in lhs_batch]
         dims += [size for d, size in enumerate(lhs.dims) if d not in lhs_batch + lhs_contracting]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 _FIELD = re.compile(r'([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s{}]+)')
 _NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)")
+_INT = re.compile(r"-?\d+")
 
 # Attributes that name the computations an instruction calls, in XLA's printing order.
 CALLED_COMPUTATION_ATTRIBUTES = (
@@ -185,6 +186,26 @@ def string_attribute(instruction: Instruction, key: str) -> str | None:
     if value is None:
         return None
     return unquote(value) if value.startswith('"') else value
+
+
+def int_list_attribute(instruction: Instruction, key: str) -> list[int]:
+    """``dimensions={1,0}`` -> ``[1, 0]`` (also ``lhs_contracting_dims=``, ``slice_sizes=``, …);
+    ``[]`` when absent or empty; text after the closing brace is ignored."""
+    text = instruction.attributes.get(key)
+    if not text:
+        return []
+    text = text.strip()
+    if text.startswith("{"):
+        end = text.find("}")
+        text = text[1:end] if end >= 0 else text[1:]
+    return [int(item) for item in _INT.findall(text)]
+
+
+def int_attribute(instruction: Instruction, key: str, default: int | None = None) -> int | None:
+    """``index=2`` -> ``2``; ``default`` when absent or not an integer."""
+    text = instruction.attributes.get(key)
+    found = _INT.match(text.strip()) if text else None
+    return int(found.group(0)) if found else default
 
 
 def custom_call_target(instruction: Instruction) -> str | None:
