@@ -7,14 +7,26 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from profan.trace.options import LoadOptions
     from profan.trace.profile import Profile
 
 
-def load(path: str, *, hlo: str | None = None, run: str | None = None, **options: Any) -> Profile:
-    """Load a trace directory or file into a ``Profile`` (see ``profan.trace``)."""
+def load(
+    path: str,
+    *,
+    hlo: str | None = None,
+    run: str | None = None,
+    options: LoadOptions | None = None,
+    **fields: Any,
+) -> Profile:
+    """Load a trace directory or file into a ``Profile``.
+
+    Keywords are the fields of ``profan.trace.LoadOptions`` (``hlo``, ``run``, ``workers``,
+    ``use_cache``, ...), or pass one ``options=LoadOptions(...)``; keywords override it.
+    """
     from profan.trace import load as _load
 
-    return _load(path, hlo=hlo, run=run, **options)
+    return _load(path, hlo=hlo, run=run, options=options, **fields)
 
 
 __all__ = ["__version__", "load"]

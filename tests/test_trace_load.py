@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import profan
@@ -117,7 +118,7 @@ def test_tpu_joined_instruction_is_the_named_op(tpu: profan.trace.Profile) -> No
         instruction = tpu.instruction(row.module_key, row.op_name)
         assert instruction is not None and instruction.name == row.op_name
     # the program id in the key is the event's own program id
-    keys = tpu.ops["module_key"] + "|" + tpu.ops["program_id"].astype(str)
+    keys = tpu.ops["module_key"].astype(str) + "|" + tpu.ops["program_id"].astype(str)
     assert all(k.split("|")[0].endswith(f"({k.split('|')[1]})") for k in keys.unique())
 
 
@@ -314,3 +315,26 @@ def test_hlo_dir_and_single_file_override_embedded(corpus_dir: Path) -> None:
     assert any(key.startswith("jit__psum(") for key in mixed.modules)  # embedded for the rest
     assert mixed.ops["matched"].all()
     assert set(mixed.ops.loc[mixed.ops["module"] == "jit_f", "module_key"]) == {"jit_f"}
+
+
+def test_ops_table_has_the_declared_dtypes(fixtures_dir: Path) -> None:
+    from profan.trace import OP_DTYPES
+
+    for name in ("transformer", "gpu_kernels"):
+        profile = profan.load(fixtures_dir / name / "trace")
+        assert list(profile.ops.columns) == list(OP_DTYPES)
+        assert {c: str(t) for c, t in profile.ops.dtypes.items()} == OP_DTYPES
+        assert profile.ops["op_name"].cat.categories.is_unique
+
+
+def test_load_options_object_and_keywords(fixtures_dir: Path) -> None:
+    from profan.trace import LoadOptions
+
+    trace = fixtures_dir / "matmul" / "trace"
+    by_object = profan.load(trace, options=LoadOptions(workers=1, use_cache=False))
+    by_keyword = profan.load(trace, workers=1, use_cache=False)
+    pd.testing.assert_frame_equal(by_object.ops, by_keyword.ops)
+    with pytest.raises(TypeError, match=r"unknown load option.*wrkers"):
+        profan.load(trace, wrkers=1)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        LoadOptions(workers=0)

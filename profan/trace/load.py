@@ -22,11 +22,10 @@ from profan.errors import TraceError
 from profan.hlo.model import Module
 from profan.trace.discover import Run, find_run
 from profan.trace.hloproto import module_from_proto_bytes
-from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile, Unmatched
+from profan.trace.options import LoadOptions
+from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, read_host
 
-# Columns beyond the contract's OP_COLUMNS.
-EXTRA_COLUMNS = ("run_id", "kernel_count")
 MAX_EXAMPLES = 5
 
 
@@ -66,19 +65,20 @@ def load(
     hlo: str | os.PathLike[str] | None = None,
     run: str | None = None,
     *,
-    workers: int | None = None,
-    use_cache: bool = True,
-    **options: Any,
+    options: LoadOptions | None = None,
+    **fields: Any,
 ) -> Profile:
     """Load a trace (log dir, ``plugins/profile``, run dir or file) into a ``Profile``.
 
-    ``hlo``: an XLA dump directory (``*after_optimizations.txt``) or one HLO text file whose
-    modules replace the HLO embedded in the trace.  ``run``: the run directory name (default:
-    the newest).  ``workers``: processes for multi-host runs (default: one per CPU, at most one
-    per host).  ``use_cache``: keep converted HLO modules under ``profan.paths.cache_dir``.
+    ``hlo`` and ``run`` and every other keyword are fields of ``LoadOptions`` (see there);
+    ``options`` gives them as one object, keywords override it.
     """
-    if options:
-        raise TypeError(f"unknown option(s): {', '.join(sorted(options))}")
+    if hlo is not None:
+        fields["hlo"] = hlo
+    if run is not None:
+        fields["run"] = run
+    opts = LoadOptions.build(options, **fields)
+    hlo, run, workers, use_cache = opts.hlo, opts.run, opts.workers, opts.use_cache
     found = find_run(path, run)
     hosts = _read_hosts(found, workers)
     notes = [f"skipped {item}" for item in found.skipped]
@@ -168,7 +168,7 @@ def _frame(parts: list[tuple[HostTrace, dict[str, np.ndarray]]], base_ns: int) -
 
 
 def _finish(frame: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
-    """The public table: OP_COLUMNS (+ extras) with seconds and nullable ints."""
+    """The public table: ``OP_DTYPES``' columns, times in seconds, declared dtypes."""
     out = pd.DataFrame(
         {
             "host": frame["host"],
@@ -178,18 +178,19 @@ def _finish(frame: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
             "module_key": frame["module_key"],
             "program_id": _nullable_program(frame["program_id"]),
             "op_name": frame["op_name"],
-            "step": frame["step"].astype("Int64"),
+            "step": frame["step"],
             "start_s": (frame["_start_ps"].to_numpy() - origin_ps) / 1e12,
             "duration_s": frame["duration_ps"].to_numpy() / 1e12,
             "trace_flops": frame["trace_flops"],
             "trace_bytes_accessed": frame["trace_bytes_accessed"],
             "trace_model_flops": frame["trace_model_flops"],
             "source": frame["source"],
-            "matched": frame["matched"].astype(bool),
+            "matched": frame["matched"],
             "run_id": _nullable(frame["run_id"]),
-            "kernel_count": frame["kernel_count"].astype(np.int64),
+            "kernel_count": frame["kernel_count"],
         }
     )
+    out = out.astype(OP_DTYPES)
     assert tuple(out.columns[: len(OP_COLUMNS)]) == OP_COLUMNS
     return out
 

@@ -8,24 +8,29 @@ import pandas as pd
 
 from profan.hlo.model import Instruction, Module
 
-# Columns of ``Profile.ops``: one row per op execution on a device.
-OP_COLUMNS: tuple[str, ...] = (
-    "host",  # host name the xplane came from
-    "device",  # device ordinal (int)
-    "device_kind",  # "TPU" | "GPU" | "CPU"
-    "module",  # HLO module name as the trace names it
-    "module_key",  # key into Profile.modules (None when the module's HLO is missing)
-    "program_id",  # XLA program id (int) or <NA>
-    "op_name",  # HLO instruction name (the trace's hlo_op)
-    "step",  # step number (int) or <NA>
-    "start_s",  # start, seconds since the earliest event of the profile
-    "duration_s",  # measured duration, seconds (kernels of one op on GPU are summed)
-    "trace_flops",  # the trace's own per-op FLOPs (TPU), else NaN
-    "trace_bytes_accessed",  # the trace's own per-op bytes (TPU), else NaN
-    "trace_model_flops",  # the trace's model FLOPs (TPU), else NaN
-    "source",  # the trace's source stat, where present
-    "matched",  # bool: joined to an Instruction
-)
+# Columns of ``Profile.ops`` (one row per op execution on a device) and their pandas dtypes.
+# Strings that repeat across rows are ``category``; integers that may be missing are nullable.
+OP_DTYPES: dict[str, str] = {
+    "host": "category",  # host name the xplane came from
+    "device": "Int64",  # device ordinal
+    "device_kind": "category",  # "TPU" | "GPU" | "CPU"
+    "module": "category",  # HLO module name as the trace names it
+    "module_key": "category",  # key into Profile.modules (<NA> when the module's HLO is missing)
+    "program_id": "UInt64",  # XLA program id (TPU ids use all 64 bits)
+    "op_name": "category",  # HLO instruction name (the trace's hlo_op)
+    "step": "Int64",  # step number
+    "start_s": "float64",  # start, seconds since the earliest op event of the profile
+    "duration_s": "float64",  # measured duration, seconds (kernels of one op on GPU are summed)
+    "trace_flops": "float64",  # the trace's own per-op FLOPs (TPU), else NaN
+    "trace_bytes_accessed": "float64",  # the trace's own per-op bytes (TPU), else NaN
+    "trace_model_flops": "float64",  # the trace's model FLOPs (TPU), else NaN
+    "source": "category",  # the trace's source stat (file:line), where present
+    "matched": "bool",  # joined to an Instruction
+    # Beyond the contract's columns:
+    "run_id": "Int64",  # the execution's run id (CPU and GPU traces)
+    "kernel_count": "int64",  # kernels the op launched (GPU), else 1
+}
+OP_COLUMNS: tuple[str, ...] = tuple(OP_DTYPES)[: list(OP_DTYPES).index("matched") + 1]
 
 
 @dataclass(slots=True)

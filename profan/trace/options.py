@@ -1,0 +1,44 @@
+"""``LoadOptions``: every option of ``profan.load`` in one documented, typed place."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    """How ``profan.load`` reads a trace.
+
+    Pass them as keywords (``profan.load(path, hlo="dump/", workers=2)``) or as one object
+    (``profan.load(path, options=LoadOptions(workers=2))``); keywords override the object.
+    """
+
+    #: An XLA dump directory (``*after_optimizations.txt``) or one HLO text file.  Its modules
+    #: replace the HLO embedded in the trace (matched by module name).
+    hlo: str | os.PathLike[str] | None = None
+    #: The run directory's name under ``plugins/profile`` (default: the newest run).
+    run: str | None = None
+    #: Processes that read hosts in parallel (default: one per CPU, at most one per host;
+    #: 1 reads every host in the calling process).
+    workers: int | None = None
+    #: Keep HLO modules converted from the trace's HloProtos under the user's cache directory
+    #: (``profan.paths.cache_dir``); never written next to the trace.
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be at least 1, not {self.workers}")
+
+    @classmethod
+    def build(cls, options: LoadOptions | None = None, **fields: Any) -> LoadOptions:
+        """``options`` (or the defaults) with ``fields`` replaced; unknown names are an error."""
+        known = {item.name for item in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown load option(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            )
+        return dataclasses.replace(options or cls(), **fields)
