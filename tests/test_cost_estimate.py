@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from profan.chips import catalogue
 from profan.cost import axis_decomposition, estimate
 from profan.cost.collectives import KINDS
-from profan.cost.interconnect import collective_time, latency_floor_s
 from profan.hlo.model import Instruction, Layout, Operand, Shape
 from profan.hlo.parser import parse_instruction, parse_module
+from profan.roofline.interconnect import collective_time, latency_floor_s
 
 
 def _shape(dims: list[int], dtype: str = "f32") -> Shape:

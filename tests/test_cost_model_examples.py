@@ -7,9 +7,9 @@ import pytest
 from profan.chips import get_chip
 from profan.cost import estimate
 from profan.cost.bytes import array_bytes, padded_dims
-from profan.cost.interconnect import collective_time
 from profan.hlo.model import Layout, Shape
 from profan.hlo.parser import parse_instruction
+from profan.roofline.interconnect import collective_time
 
 
 def test_matmul_95_6_ms_on_eight_tpu_v2_cores() -> None:

@@ -83,7 +83,7 @@ def test_op_times_pick_the_largest_term() -> None:
     module = parse_module(MATMUL_HLO.read_text())
     dot = next(i for i in module.entry.instructions if i.opcode in ("dot", "fusion"))
     v5e = get_chip("tpu-v5e")
-    times = op_times(estimate(dot, module), v5e, dot)
+    times = op_times(estimate(dot, module), v5e)
     assert times.roofline_s == max(times.t_compute_s, times.t_hbm_s)
     # f32 has no v5e catalogue rate: the bf16 rate is used
     assert times.t_compute_s == pytest.approx(2 * 256 * 512 * 1024 / 1.97e14)

@@ -1,0 +1,86 @@
+"""``score_module(module, chip)``: the compile-time roofline of a bare HLO module (no trace, no
+measured times) — the same arithmetic as ``score``, over every op the module runs."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from profan.chips import Chip
+from profan.cost import CostModel
+from profan.hlo.model import Module
+from profan.hlo.opcodes import BOOKKEEPING_OPCODES, CONTROL_FLOW_OPCODES
+from profan.roofline.facts import axis_sizes, mesh_axes_by_name
+from profan.roofline.schedule import scheduled_computations
+from profan.roofline.score import resolve_chip
+from profan.roofline.terms import async_start_times, op_times, roofline_bytes
+
+if TYPE_CHECKING:
+    from profan.sharding import ShardingReport
+
+MODULE_COLUMNS = (
+    "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
+    "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s",
+    "bound_by", "dtype", "derivation",
+)  # fmt: skip
+
+
+def score_module(
+    module: Module, chip: Chip | str, *, sharding: ShardingReport | Any | None = None
+) -> pd.DataFrame:
+    """Compile-time roofline of every op a module runs (entry + while bodies, calls, branches;
+    not fused bodies), sorted by ideal time, longest first.  ``occurrences`` applies a while
+    loop's known trip count when the backend config records one.  ``sharding``:
+    ``profan.sharding.describe(module)``, whose mesh axes time the collectives.
+    """
+    from profan.attribute import classify
+
+    chip = resolve_chip(chip)
+    if sharding is None:  # transitional, until commands/hlo.py passes it
+        from profan.roofline.score import _InferredMesh
+        from profan.sharding import infer_mesh
+
+        sharding = _InferredMesh(infer_mesh(module))
+    model = CostModel(module)
+    axes_by_name = mesh_axes_by_name(sharding)
+    devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
+    rows = []
+    for computation, count in scheduled_computations(module):
+        for instruction in computation.instructions:
+            if instruction.opcode in BOOKKEEPING_OPCODES or instruction.opcode in (
+                CONTROL_FLOW_OPCODES
+            ):
+                continue
+            cost = model.estimate(instruction)
+            mesh_axes = axis_sizes(sharding, axes_by_name.get(instruction.name))
+            times = op_times(cost, chip, mesh_axes=mesh_axes or None, slice_devices=devices)
+            if cost.async_role == "start":
+                times = async_start_times(times)
+            flops = cost.flops
+            hbm = roofline_bytes(cost)
+            rows.append(
+                {
+                    "module": module.name,
+                    "computation": computation.name,
+                    "name": instruction.name,
+                    "opcode": instruction.opcode,
+                    "category": classify(instruction, module).category,
+                    "occurrences": count,
+                    "flops": None if flops is None else flops * count,
+                    "hbm_bytes": hbm * count,
+                    "ici_bytes": cost.ici_bytes * count,
+                    "intensity": (flops / hbm) if flops and hbm else math.nan,
+                    "t_compute_s": times.t_compute_s * count,
+                    "t_hbm_s": times.t_hbm_s * count,
+                    "t_ici_s": times.t_ici_s * count,
+                    "t_host_s": times.t_host_s * count,
+                    "roofline_s": times.roofline_s * count,
+                    "bound_by": times.bound_by,
+                    "dtype": cost.dtype,
+                    "derivation": "; ".join(cost.derivation + times.notes),
+                }
+            )
+    frame = pd.DataFrame(rows, columns=list(MODULE_COLUMNS))
+    return frame.sort_values("roofline_s", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,177 @@
+"""One scored row per (module, op) of a loaded profile: cost per execution, roofline terms,
+measured time, efficiency, and the facts the report shows (``profan.roofline.facts``).
+
+Where profan cannot cost an op (an unknown kernel, a missing module) the compiler's own per-op
+figures in the trace fill in, and ``cost_source`` says so.  Async pairs are scored on the done
+(``profan.roofline.spans``); a start has no roofline time of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from profan.chips import Chip
+from profan.cost import CostModel, OpCost
+from profan.hlo.model import Module
+from profan.roofline.facts import (
+    OpFacts,
+    axis_sizes,
+    mesh_axes_by_name,
+    op_facts,
+    program_positions,
+)
+from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
+from profan.roofline.terms import async_start_times, op_times, roofline_bytes
+
+if TYPE_CHECKING:
+    from profan.sharding import ShardingReport
+    from profan.trace.profile import Profile
+
+OP_COLUMNS = (
+    "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
+    "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
+    "efficiency", "source", "cost_source", "dtype", "async_role", "link", "module_key",
+    "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
+    "collective", "derivation",
+)  # fmt: skip
+
+
+# Facts an op may lack (no instruction, no metadata, not a collective): ``None`` when absent.
+OPTIONAL_TEXT_COLUMNS = ("scope", "op_path", "shape", "collective")
+
+
+@dataclass(slots=True)
+class _ModuleScoring:
+    """What scoring keeps per module: its cost model, program order and mesh."""
+
+    module: Module
+    sharding: ShardingReport | None
+    model: CostModel = field(init=False)
+    positions: dict[tuple[str | None, str], int] = field(init=False)
+    axes_by_name: dict[str, tuple[str, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.model = CostModel(self.module)
+        self.positions = program_positions(self.module)
+        self.axes_by_name = mesh_axes_by_name(self.sharding)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not pd.isna(value)
+
+
+def per_op_rows(
+    profile: Profile, chip: Chip, shardings: dict[str, ShardingReport] | None
+) -> pd.DataFrame:
+    """One row per (module, op) with the per-execution cost and roofline times."""
+    spans_by_op = async_spans(profile)
+    ops = profile.ops.assign(_key=key_column(profile.ops["module_key"]))
+    aggregations: dict[str, tuple[str, str]] = {
+        "occurrences": ("duration_s", "size"),
+        "measured_s": ("duration_s", "sum"),
+    }
+    for column in ("trace_flops", "trace_bytes_accessed", "source"):
+        if column in ops:
+            aggregations[column] = (column, "first")  # first non-null value
+    grouped = ops.groupby(["module", "_key", "op_name"], sort=False, dropna=False)
+    summary = grouped.agg(**aggregations).reset_index()
+    scorings: dict[str, _ModuleScoring] = {}
+    slice_devices = profile.device.count or None
+    rows = []
+    for record in summary.to_dict("records"):
+        module_key, op_name = record["_key"], record["op_name"]
+        module = profile.modules.get(module_key) if module_key else None
+        instruction = profile.instruction(module_key, op_name) if module is not None else None
+        facts = OpFacts()
+        mesh_axes: tuple[int, ...] = ()
+        if instruction is not None and module is not None:
+            scoring = scorings.get(module_key)
+            if scoring is None:
+                sharding = shardings.get(module_key) if shardings else None
+                scoring = scorings[module_key] = _ModuleScoring(module, sharding)
+            cost = scoring.model.estimate(instruction)
+            cost_source = "profan"
+            axes = scoring.axes_by_name.get(op_name)
+            mesh_axes = axis_sizes(scoring.sharding, axes)
+            facts = op_facts(instruction, module, cost, scoring.positions, axes)
+        else:
+            cost = OpCost(None, None, 0.0, 0.0)
+            cost_source = "none"
+        trace_flops = record.get("trace_flops")
+        trace_bytes = record.get("trace_bytes_accessed")
+        if cost.flops is None and _present(trace_flops):
+            cost.flops = float(trace_flops)
+            cost_source = "trace"
+        if (cost_source == "none" or cost.unknown) and _present(trace_bytes):
+            cost.hbm_bytes_read, cost.hbm_bytes_written = float(trace_bytes), 0.0
+            cost_source = "trace"
+        times = op_times(cost, chip, mesh_axes=mesh_axes or None, slice_devices=slice_devices)
+        if cost.async_role == "start":
+            times = async_start_times(times)
+        occurrences = int(record["occurrences"])
+        measured = float(record["measured_s"])
+        roofline = times.roofline_s * occurrences
+        efficiency = roofline / measured if measured > 0 and roofline > 0 else math.nan
+        span_total, span_n, exposed_wait = math.nan, None, math.nan
+        derivation = cost.derivation + times.notes
+        if cost.async_role == "done":
+            # The done's measured time is only the exposed wait for a transfer that ran alongside
+            # other ops; the transfer itself is scored over its start-to-done spans.
+            exposed_wait = measured
+            efficiency, span_total, span_n, note = async_efficiency(
+                times.roofline_s, spans_of_done(spans_by_op, module_key, op_name, instruction)
+            )
+            derivation = [*derivation, note]
+        source = record.get("source")
+        if not _present(source):
+            source = facts.source
+        rows.append(
+            {
+                "module": record["module"],
+                "name": op_name,
+                "opcode": instruction.opcode if instruction is not None else None,
+                "category": facts.category,
+                "occurrences": occurrences,
+                "measured_s": measured,
+                "flops": None if cost.flops is None else cost.flops * occurrences,
+                "hbm_bytes": roofline_bytes(cost) * occurrences,
+                "ici_bytes": cost.ici_bytes * occurrences,
+                "t_compute_s": times.t_compute_s * occurrences,
+                "t_hbm_s": times.t_hbm_s * occurrences,
+                "t_ici_s": times.t_ici_s * occurrences,
+                "t_host_s": times.t_host_s * occurrences,
+                "roofline_s": roofline,
+                "bound_by": times.bound_by if cost_source != "none" else "unknown",
+                "efficiency": efficiency,
+                "source": source,
+                "cost_source": cost_source,
+                "dtype": cost.dtype,
+                "async_role": cost.async_role,
+                # which link an async transfer occupies (host links are full duplex)
+                "link": (
+                    f"{times.bound_by}:{cost.transfer_direction}"
+                    if cost.transfer_direction
+                    else times.bound_by
+                ),
+                "module_key": module_key or None,
+                "async_span_s": span_total,
+                "async_span_n": span_n,
+                "exposed_wait_s": exposed_wait,
+                "scope": facts.scope,
+                "op_path": facts.op_path,
+                "position": facts.position,
+                "shape": facts.shape,
+                "collective": facts.collective,
+                "derivation": "; ".join(derivation),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    frame["async_span_n"] = frame["async_span_n"].astype("Int64")
+    frame["position"] = frame["position"].astype("Int64")
+    for column in OPTIONAL_TEXT_COLUMNS:  # None stays None (a str column would make it NaN)
+        frame[column] = pd.Series([row[column] for row in rows], index=frame.index, dtype=object)
+    return frame

@@ -1,0 +1,157 @@
+"""``score(profile, chip, *, shardings)``: every op and every step of a loaded profile against the
+chip's roofline, and a typed summary of the whole."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from profan.chips import Chip, chip_for_device, get_chip
+from profan.roofline.ops import per_op_rows
+from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
+
+if TYPE_CHECKING:
+    from profan.sharding import ShardingReport
+    from profan.trace.profile import Profile
+
+
+@dataclass(slots=True)
+class Summary(Mapping[str, Any]):
+    """The whole profile against the roofline.
+
+    ``measured_s``/``roofline_s``/``efficiency`` compare synchronous ops only (an async op's
+    measured time is just its exposed wait).  ``mfu`` is the mean over steps of each step's FLOPs
+    over all its devices / (the chip's dense ``mfu_peak_dtype`` peak per device x step time x
+    devices): the one definition of MFU in profan.  Step fields are ``None`` without steps.
+
+    (It also reads as a mapping of its fields, for readers written against the former dict.)
+    """
+
+    chip: str
+    chip_display_name: str
+    figure_sources: dict[str, str]
+    peak_flops_per_s: float
+    hbm_bytes_per_s: float
+    ops: int
+    op_executions: int
+    measured_s: float
+    roofline_s: float
+    efficiency: float
+    flops: float
+    share_by_bound: dict[str, float]
+    unknown_cost_ops: list[str]
+    unmatched_events: int
+    mfu_peak_dtype: str
+    mfu_peak_source: str
+    steps: int | None = None
+    step_measured_s: float | None = None
+    step_ideal_s: float | None = None
+    mfu: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__dataclass_fields__)
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)
+
+
+@dataclass(slots=True)
+class Score:
+    """A profile scored against a chip's roofline."""
+
+    ops: pd.DataFrame
+    steps: pd.DataFrame
+    chip: Chip
+    summary: Summary
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chip:
+    if isinstance(chip, Chip):
+        return chip
+    if profile is not None:
+        return chip_for_device(profile.device, override=chip)
+    if chip is None:
+        raise ValueError("a chip is needed to score a module without a trace")
+    return get_chip(chip)
+
+
+def _summary(profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataFrame) -> Summary:
+    # Async transfers overlap other work (their measured time is only the exposed wait), so the
+    # overall efficiency compares synchronous ops only.
+    synchronous = per_op[per_op["async_role"].isna()]
+    measured = float(synchronous["measured_s"].sum())
+    roofline = float(synchronous["roofline_s"].sum())
+    by_bound = per_op.groupby("bound_by")["measured_s"].sum()
+    all_measured = float(per_op["measured_s"].sum())
+    summary = Summary(
+        chip=chip.name,
+        chip_display_name=chip.display_name,
+        figure_sources=dict(chip.figure_sources),
+        peak_flops_per_s=chip.device_peak_flops("bf16"),
+        hbm_bytes_per_s=chip.device_hbm_bytes_per_s,
+        ops=len(per_op),
+        op_executions=int(per_op["occurrences"].sum()) if len(per_op) else 0,
+        measured_s=measured,
+        roofline_s=roofline,
+        efficiency=roofline / measured if measured > 0 else math.nan,
+        flops=float(pd.to_numeric(per_op["flops"], errors="coerce").fillna(0).sum()),
+        share_by_bound={
+            str(b): float(t) / all_measured if all_measured else 0.0 for b, t in by_bound.items()
+        },
+        unknown_cost_ops=per_op.loc[per_op["cost_source"] == "none", "name"].tolist(),
+        unmatched_events=sum(u.count for u in profile.unmatched),
+        mfu_peak_dtype=MFU_PEAK_DTYPE,
+        mfu_peak_source=chip.device_peak_flops_source(MFU_PEAK_DTYPE),
+    )
+    if not steps.empty:
+        summary.steps = len(steps)
+        summary.step_measured_s = float(steps["measured_s"].mean())
+        summary.step_ideal_s = float(steps["ideal_s"].mean())
+        summary.mfu = float(steps["mfu"].mean())
+    return summary
+
+
+@dataclass(slots=True)
+class _InferredMesh:
+    mesh: Any
+
+
+def _inferred_meshes(profile: Profile) -> dict[str, Any]:
+    """Transitional, until ``report/pipeline.py`` passes ``shardings``: each module's mesh as
+    ``profan.sharding.infer_mesh`` finds it (what scoring did before it was passed in)."""
+    from profan.sharding import infer_mesh
+
+    return {key: _InferredMesh(infer_mesh(module)) for key, module in profile.modules.items()}
+
+
+def score(
+    profile: Profile,
+    chip: Chip | str | None = None,
+    *,
+    shardings: dict[str, ShardingReport] | None = None,
+) -> Score:
+    """Score every op of a loaded profile (aggregated over its executions) and every step.
+
+    ``shardings``: module key -> ``profan.sharding.describe(module)``; collectives are then timed
+    over the mesh axes the analysis found (else over the axes their device groups span).
+    """
+    chip = resolve_chip(chip, profile)
+    if shardings is None:
+        shardings = _inferred_meshes(profile)
+    per_op = per_op_rows(profile, chip, shardings)
+    per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
+    steps = step_rows(profile, chip, per_op)
+    return Score(ops=per_op, steps=steps, chip=chip, summary=_summary(profile, chip, per_op, steps))

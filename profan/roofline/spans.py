@@ -1,0 +1,92 @@
+"""Async transfers over their start-to-done spans.
+
+The ``-done`` of an async pair measures only the wait for a transfer that ran alongside other
+ops (``exposed_wait_s``).  Where the trace records the transfer's span from start to done
+(``Profile.async_ops``; on TPU the "Async XLA Ops" line, which may cover only some devices), the
+pair is scored over its spans: ``efficiency = roofline per execution x async_span_n /
+async_span_s``.  Without spans a done's efficiency is undefined (NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from profan.hlo.model import Instruction
+
+if TYPE_CHECKING:
+    from profan.trace.profile import Profile
+
+
+@dataclass(slots=True)
+class AsyncSpans:
+    """Start-to-done spans of one async op from the trace's async line."""
+
+    total_s: float  # summed over the recorded executions
+    executions: int
+    devices: tuple[int, ...]  # the devices the async line covers for this op
+
+
+def key_column(values: pd.Series) -> pd.Series:
+    """Module keys as strings ('' for ops whose module is unknown), for joins."""
+    return values.astype(object).where(values.notna(), "").astype(str)
+
+
+def async_spans(profile: Profile) -> dict[tuple[str, str], AsyncSpans]:
+    """(module key, op name) -> the op's async spans, from ``profile.async_ops``."""
+    spans = profile.async_ops
+    if spans is None or spans.empty:
+        return {}
+    frame = spans.assign(_key=key_column(spans["module_key"]))
+    if "device" not in frame:
+        frame = frame.assign(device=0)
+    found: dict[tuple[str, str], AsyncSpans] = {}
+    for (key, op_name), group in frame.groupby(["_key", "op_name"], sort=False):
+        durations = pd.to_numeric(group["duration_s"], errors="coerce").dropna()
+        devices = tuple(sorted(int(d) for d in group["device"].dropna().unique()))
+        found[(str(key), str(op_name))] = AsyncSpans(
+            float(durations.sum()), len(durations), devices
+        )
+    return found
+
+
+def async_efficiency(
+    per_execution_s: float, spans: AsyncSpans | None
+) -> tuple[float, float, int | None, str]:
+    """Efficiency of an async done over its spans: (efficiency, span total, n, derivation)."""
+    if spans is None or spans.executions == 0:
+        return (
+            math.nan,
+            math.nan,
+            None,
+            (
+                "async done: no start-to-done span in the trace, measured time is only the exposed "
+                "wait, so efficiency is undefined"
+            ),
+        )
+    devices = ",".join(str(d) for d in spans.devices) or "?"
+    note = (
+        f"async done: efficiency = ideal {per_execution_s:.3g} s x {spans.executions} spans "
+        f"/ span total {spans.total_s:.3g} s (async line, device(s) {devices}); "
+        "measured = exposed wait"
+    )
+    if spans.total_s <= 0 or per_execution_s <= 0:
+        return math.nan, spans.total_s, spans.executions, note
+    return per_execution_s * spans.executions / spans.total_s, spans.total_s, spans.executions, note
+
+
+def spans_of_done(
+    spans_by_op: dict[tuple[str, str], AsyncSpans],
+    module_key: str,
+    op_name: str,
+    instruction: Instruction | None,
+) -> AsyncSpans | None:
+    """A done's spans: under its own name (as TPU's async line names them), else under the name
+    of the ``-start`` it waits on (its first operand)."""
+    found = spans_by_op.get((module_key, op_name))
+    if found is None and instruction is not None and instruction.operands:
+        found = spans_by_op.get((module_key, instruction.operands[0].name))
+    return found

@@ -1,0 +1,93 @@
+"""The roofline terms of one op execution (MODEL.md section 1).
+
+``t_compute = FLOPs / peak FLOP/s`` (for the math dtype), ``t_hbm = HBM bytes / HBM bandwidth``,
+``t_ici`` = the collective's time (``profan.roofline.interconnect``), ``t_host`` = a copy between
+host memory and HBM over PCIe; ``roofline = max(...)`` and ``bound_by`` is the largest term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from profan.chips import Chip
+from profan.cost import OpCost
+from profan.roofline.interconnect import collective_time
+
+BOUNDS = ("compute", "hbm", "ici", "host")
+GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a node use DCN
+
+
+@dataclass(slots=True)
+class OpTimes:
+    """Roofline times of one op execution."""
+
+    t_compute_s: float
+    t_hbm_s: float
+    t_ici_s: float
+    t_host_s: float
+    bound_by: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def roofline_s(self) -> float:
+        return max(self.t_compute_s, self.t_hbm_s, self.t_ici_s, self.t_host_s)
+
+
+def crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
+    """Whether a GPU collective's groups span more than one node (then it runs over DCN)."""
+    if chip.kind != "GPU" or not groups:
+        return False
+    return any(len({d // GPU_DEVICES_PER_NODE for d in group}) > 1 for group in groups)
+
+
+def roofline_bytes(cost: OpCost) -> float:
+    """HBM bytes the roofline charges: XLA's accounting unless the op moves less (in place)."""
+    return cost.roofline_hbm_bytes if cost.roofline_hbm_bytes is not None else cost.hbm_bytes
+
+
+def op_times(
+    cost: OpCost,
+    chip: Chip,
+    *,
+    mesh_axes: tuple[int, ...] | None = None,
+    slice_devices: int | None = None,
+) -> OpTimes:
+    """Roofline terms of one execution of an op with ``cost`` on ``chip`` (per device).
+
+    ``mesh_axes``: sizes of the mesh axes a collective runs over, when the program's mesh is
+    known (else read off its device groups); ``slice_devices``: devices in the slice (decides
+    whether an axis has its wraparound link).
+    """
+    notes: list[str] = []
+    flops = cost.flops or 0.0
+    t_compute = flops / chip.device_peak_flops(cost.dtype or "bf16") if flops else 0.0
+    hbm = roofline_bytes(cost)
+    t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
+    t_ici = 0.0
+    t_host = 0.0
+    if cost.host_transfer:
+        t_host, t_hbm = cost.hbm_bytes / chip.pcie_bytes_per_s, 0.0
+        notes.append("host <-> device copy: PCIe bandwidth")
+    info = cost.collective
+    if info is not None and info.group_size > 1:
+        axis_sizes = mesh_axes or info.axis_sizes or (info.group_size,)
+        timing = collective_time(
+            info.kind,
+            info.full_bytes,
+            info.group_size,
+            chip,
+            n_axes=len(axis_sizes),
+            axis_sizes=tuple(axis_sizes),
+            slice_devices=slice_devices,
+            crosses_hosts=crosses_hosts(info.groups, chip),
+        )
+        t_ici = timing.t_s
+        notes.append(timing.describe())
+    terms = {"compute": t_compute, "hbm": t_hbm, "ici": t_ici, "host": t_host}
+    bound_by = max(terms, key=lambda key: terms[key]) if any(terms.values()) else "none"
+    return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes)
+
+
+def async_start_times(times: OpTimes) -> OpTimes:
+    """A ``-start`` only issues its transfer: no roofline time of its own (scored on the done)."""
+    return OpTimes(0.0, 0.0, 0.0, 0.0, "async-start", times.notes)

@@ -1,0 +1,79 @@
+"""Loops in compile-time scoring: every corpus while loop runs its body as often as XLA recorded
+(its ``known_trip_count``, JSON quoted or bare)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from profan.hlo.model import Instruction
+from profan.hlo.parser import parse_module
+from profan.roofline import score_module
+from profan.roofline.schedule import scheduled_computations
+
+pytestmark = pytest.mark.corpus
+
+
+def _recorded_trip_count(instruction: Instruction) -> int | None:
+    """``known_trip_count.n`` read with Python's own string-literal and JSON readers."""
+    text = instruction.attributes.get("backend_config")
+    if not text:
+        return None
+    if text.startswith('"'):
+        text = ast.literal_eval(text)
+    try:
+        return int(json.loads(text)["known_trip_count"]["n"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _corpus_modules(corpus_dir: Path) -> list[Path]:
+    root = corpus_dir / "hlo" / "xla"
+    rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
+    return [root / row["file"] for row in rows if row.get("xla_parses")]
+
+
+def test_every_corpus_while_body_runs_its_recorded_trip_count(corpus_dir: Path) -> None:
+    loops = counted = 0
+    for path in _corpus_modules(corpus_dir):
+        text = path.read_text()
+        if " while(" not in text:
+            continue
+        module = parse_module(text, file=str(path))
+        counts = {c.name: n for c, n in scheduled_computations(module)}
+        callers: dict[str, int] = {}
+        for instruction in module.instructions():
+            for name in instruction.called_computations:
+                callers[name] = callers.get(name, 0) + 1
+        for computation in module.computations:
+            if computation.name not in counts:
+                continue
+            for instruction in computation.instructions:
+                if instruction.opcode != "while":
+                    continue
+                loops += 1
+                body = instruction.attributes["body"].lstrip("%")
+                trips = _recorded_trip_count(instruction)
+                if callers[body] > 1:
+                    continue  # a body several ops call is counted once, at its first caller
+                expected = counts[computation.name] * (trips or 1)
+                if trips is not None:
+                    counted += 1
+                assert counts[body] == expected, f"{path.name}: {instruction.name}"
+    assert loops > 400 and counted > 20
+
+
+def test_quoted_backend_config_trip_count_multiplies_the_body(corpus_dir: Path) -> None:
+    # XLA's collective pipeliner test prints the config as a quoted string: 25 iterations.
+    path = corpus_dir / "hlo" / "xla" / "xla__service__collective_pipeliner_test__39.hlo"
+    module = parse_module(path.read_text(), file=str(path))
+    (loop,) = [i for i in module.instructions() if i.opcode == "while"]
+    assert loop.attributes["backend_config"].startswith('"')
+    assert _recorded_trip_count(loop) == 25
+    table = score_module(module, "h100")
+    body = loop.attributes["body"].lstrip("%")
+    in_body = table[table["computation"] == body]
+    assert len(in_body) > 0 and set(in_body["occurrences"]) == {25}
