@@ -1,0 +1,151 @@
+"""The kernel registry: custom-call target patterns -> a cost model, read from
+``profan/data/kernels.toml`` and the user's own files (``--kernels FILE`` / ``$PROFAN_KERNELS``),
+which are checked before the built-in entries (first match wins)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from profan.cost.kernels import attention, gemm, opaque
+from profan.cost.kernels.model import KernelCall, KernelCost, Params, ParamValue
+from profan.errors import ConfigError
+from profan.paths import data_path
+from profan.tomlschema import convert, read_toml
+
+REGISTRY_FILE = "kernels.toml"
+USER_KERNELS_ENV = "PROFAN_KERNELS"
+
+ModelName = Literal[
+    "gemm", "te-gemm", "grouped-gemm", "convolution", "cudnn-fmha", "te-attention",
+    "attention-shapes", "pallas", "opaque", "per-element", "no-work",
+]  # fmt: skip
+MODELS: tuple[str, ...] = typing.get_args(ModelName)
+
+# What a user puts in their own file to cost a kernel profan does not know (shown by the report's
+# "cost unknown" finding; it must stay a valid entry: tests load it).
+EXAMPLE_ENTRY = """\
+[kernels.my-attention]
+targets = ["my_flash_attention_fwd"]   # custom_call_target, fnmatch patterns (* ? [..])
+model = "attention-shapes"             # one of: {models}
+description = "my fused attention kernel"
+params = {{ causal = true }}
+""".format(models=", ".join(MODELS))
+
+
+class KernelEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One ``[kernels.NAME]`` table of a kernel file."""
+
+    targets: list[str]
+    model: ModelName
+    description: str = ""
+    source: str = ""
+    params: dict[str, ParamValue] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A registry entry, ready to match targets."""
+
+    name: str
+    targets: tuple[str, ...]
+    model: str
+    params: dict[str, ParamValue]
+    description: str = ""
+    origin: str = REGISTRY_FILE
+
+    def matches(self, target: str) -> bool:
+        return any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets)
+
+
+def _rules_from_file(path: Path, origin: str) -> list[Rule]:
+    document = read_toml(path, what="kernel file")
+    tables = document.get("kernels")
+    if not isinstance(tables, dict) or not tables:
+        raise ConfigError(f"{path}: no [kernels.NAME] tables found")
+    unknown = sorted(set(document) - {"kernels"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level table {unknown[0]!r} (allowed: kernels)")
+    rules = []
+    for name, table in tables.items():
+        entry = convert(table, KernelEntry, origin=origin, key=f"kernels.{name}")
+        if not entry.targets:
+            raise ConfigError(f"{origin}: kernels.{name}.targets: give at least one pattern")
+        rules.append(
+            Rule(
+                name,
+                tuple(entry.targets),
+                entry.model,
+                dict(entry.params),
+                entry.description,
+                origin,
+            )
+        )
+    return rules
+
+
+def read_kernel_file(path: str | Path) -> list[Rule]:
+    """The entries of one kernel file; a bad file raises ``ConfigError`` (file, key, allowed)."""
+    path = Path(path)
+    origin = REGISTRY_FILE if path == data_path(REGISTRY_FILE) else str(path)
+    return _rules_from_file(path, origin)
+
+
+_BUILTIN: list[Rule] | None = None
+
+
+def registry(extra: str | Path | None = None) -> list[Rule]:
+    """Every rule, first match wins: ``extra``, then ``$PROFAN_KERNELS``, then the built-ins."""
+    global _BUILTIN
+    if _BUILTIN is None:
+        _BUILTIN = read_kernel_file(data_path(REGISTRY_FILE))
+    rules: list[Rule] = []
+    if extra is not None:
+        rules += read_kernel_file(extra)
+    env_file = os.environ.get(USER_KERNELS_ENV)
+    if env_file:
+        rules += read_kernel_file(env_file)
+    return rules + _BUILTIN
+
+
+def find_rule(target: str, rules: Sequence[Rule] | None = None) -> Rule | None:
+    for rule in registry() if rules is None else rules:
+        if rule.matches(target):
+            return rule
+    return None
+
+
+def cost_kernel(call: KernelCall, rules: Sequence[Rule] | None = None) -> KernelCost:
+    """The cost of one custom call by the model its target maps to (``opaque`` if none)."""
+    rule = find_rule(call.target, rules)
+    model = MODEL_FUNCTIONS[rule.model] if rule else opaque.opaque
+    cost = model(call, rule.params if rule else {})
+    cost.rule = rule.name if rule else ""
+    if rule is None:
+        cost.derivation.insert(0, f"custom-call {call.target or '?'}: no kernel model matches")
+    else:
+        cost.derivation.insert(0, f"custom-call {call.target}: kernel model {rule.model!r} "
+                                  f"({rule.name}, {rule.origin})")  # fmt: skip
+    return cost
+
+
+MODEL_FUNCTIONS: dict[str, Callable[[KernelCall, Params], KernelCost]] = {
+    "gemm": gemm.gemm,
+    "te-gemm": gemm.te_gemm,
+    "grouped-gemm": gemm.grouped_gemm,
+    "convolution": gemm.convolution,
+    "cudnn-fmha": attention.cudnn_fmha,
+    "te-attention": attention.te_attention,
+    "attention-shapes": attention.attention_shapes,
+    "pallas": opaque.pallas,
+    "opaque": opaque.opaque,
+    "per-element": opaque.per_element,
+    "no-work": opaque.no_work,
+}
