@@ -166,7 +166,8 @@ def decode_shape(text: str) -> Shape:
 def _dim_text(size: int, dynamic: bool) -> str:
     if not dynamic:
         return str(size)
-    return "?" if size == UNBOUNDED_DIM else f"<={size}"
+    # An unbounded dimension is -1 in profan's model and INT64_MIN in XLA's ShapeProto.
+    return "?" if size < 0 else f"<={size}"
 
 
 def layout_to_text(layout: Layout) -> str:
@@ -218,6 +219,17 @@ def shape_to_text(shape: Shape) -> str:
 
 # The shape of an instruction printed without one whose shape profan could not infer.
 UNKNOWN_SHAPE = Shape("unknown")
+
+
+def is_unknown(shape: Shape | None) -> bool:
+    """Whether the shape (or any element of a tuple) is one the text left out and profan could
+    not infer: its size is unknown, so any cost that depends on it is unknown too."""
+    if shape is None:
+        return False
+    if shape.dtype == "unknown":
+        return True
+    return shape.is_tuple and any(is_unknown(element) for element in shape.tuple_shapes)
+
 
 # Ops whose result has the shape of their first operand.
 _SAME_SHAPE_OP_WORDS = (
