@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "annotate": "annotate",
     "hlo": "hlo",
     "chips": "chips",
+    "memory": "memory",
 }
 
 
