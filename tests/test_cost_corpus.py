@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from profan.cost import CostModel
-from profan.cost.flops import einsum_flops, int_list
+from profan.cost.flops import einsum_flops
 from profan.hlo.parser import parse_module
+from profan.hlo.views import int_list_attribute
 from profan.roofline import score_module
 
 pytestmark = pytest.mark.corpus
@@ -39,14 +40,13 @@ def test_every_instruction_costs_without_error_and_dots_match_einsum(corpus_dir:
             lhs, rhs = (model.operand_shape(instruction, i) for i in (0, 1))
             if lhs is None or rhs is None or not lhs.is_array or not rhs.is_array:
                 continue
-            attrs = instruction.attributes
             expected = einsum_flops(
                 lhs,
                 rhs,
-                int_list(attrs.get("lhs_batch_dims")),
-                int_list(attrs.get("lhs_contracting_dims")),
-                int_list(attrs.get("rhs_batch_dims")),
-                int_list(attrs.get("rhs_contracting_dims")),
+                int_list_attribute(instruction, "lhs_batch_dims"),
+                int_list_attribute(instruction, "lhs_contracting_dims"),
+                int_list_attribute(instruction, "rhs_batch_dims"),
+                int_list_attribute(instruction, "rhs_contracting_dims"),
             )
             assert cost.flops == expected, f"{path.name}: {instruction.name}"
             dots_checked += 1

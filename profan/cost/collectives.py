@@ -10,17 +10,13 @@ recognised here too.
 
 from __future__ import annotations
 
-import re
-
 from profan.cost import bytes as sizes
 from profan.cost.context import CostContext, size
-from profan.cost.flops import int_list
 from profan.cost.model import CollectiveInfo, OpCost
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import decode_replica_groups
 from profan.hlo.model import Instruction, Module
 from profan.hlo.opcodes import base_opcode
-from profan.hlo.views import called_computations
+from profan.hlo.views import called_computations, replica_groups, source_target_pairs
 
 # Collective kinds profan models, keyed by the HLO opcode with any -start/-done removed.
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
@@ -41,20 +37,23 @@ def sent_bytes_per_device(kind: str, full_bytes: int, group_size: int) -> float:
     return share * full_bytes
 
 
-def _decode_groups(text: str | None, module: Module | None) -> list[list[int]]:
+def _device_groups(instruction: Instruction, module: Module | None) -> tuple[list[list[int]], str]:
+    """The collective's device groups, and a note when they are not what the text says: a
+    missing or unreadable ``replica_groups`` is read as XLA reads ``{}``, one group of every
+    device."""
     num_devices = None
     if module is not None:
         num_devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
-    if text is None:
-        return [list(range(num_devices))] if num_devices else []
+    note = ""
     try:
-        groups = decode_replica_groups(text, num_devices=num_devices)
-    except HloSyntaxError:  # a form the decoder does not know: read the explicit lists
-        groups = [int_list(g) for g in re.findall(r"\{([\d,\s]*)\}", text)]
+        groups = replica_groups(instruction, num_devices) or []
+    except HloSyntaxError as error:
+        groups = []
+        note = f"replica_groups unreadable ({error.reason}): one group of all devices assumed"
     groups = [g for g in groups if g]
     if not groups and num_devices:
         groups = [list(range(num_devices))]
-    return groups
+    return groups, note
 
 
 def axis_decomposition(group: list[int]) -> tuple[int, ...]:
@@ -86,10 +85,10 @@ def axis_decomposition(group: list[int]) -> tuple[int, ...]:
 
 def collective_info(instruction: Instruction, model: CostContext, kind: str) -> CollectiveInfo:
     """Group size, axes spanned and the full bytes ``V`` of a collective instruction."""
-    groups = _decode_groups(instruction.attributes.get("replica_groups"), model.module)
+    groups, note = _device_groups(instruction, model.module)
     if kind == "collective-permute":
-        pairs = instruction.attributes.get("source_target_pairs", "")
-        devices = set(int_list(pairs))
+        pairs = source_target_pairs(instruction) or []
+        devices = {device for pair in pairs for device in pair}
         groups = [sorted(devices)] if devices else groups
     group_size = len(groups[0]) if groups else 1
     axis_sizes = axis_decomposition(groups[0]) if groups else (1,)
@@ -118,6 +117,7 @@ def collective_info(instruction: Instruction, model: CostContext, kind: str) -> 
         groups=groups,
         n_axes=len(axis_sizes),
         axis_sizes=axis_sizes,
+        groups_note=note,
     )
 
 
@@ -156,6 +156,8 @@ def _collective(instruction: Instruction, model: CostContext, cost: OpCost, kind
         f"{opcode}: V={info.full_bytes} B over groups of {info.group_size} "
         f"({info.n_axes} axis/axes {list(info.axis_sizes)}), sends {cost.ici_bytes:.0f} B"
     )
+    if info.groups_note:
+        cost.derivation.append(info.groups_note)
     return cost
 
 

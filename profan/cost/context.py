@@ -1,5 +1,5 @@
 """What a per-opcode cost rule may ask about an instruction: its operands' shapes, its users, the
-computations it calls, and the cost of a called computation.
+computations it calls (``profan.hlo.graph``), and the cost of a called computation.
 
 ``CostContext`` is the interface the rules in ``profan.cost``'s per-opcode modules receive;
 ``profan.cost.estimate.CostModel`` implements it for one module (or for a single pasted line,
@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 
 from profan.cost import bytes as sizes
 from profan.cost.model import OpCost
-from profan.hlo.model import Computation, Instruction, Module, Shape
+from profan.hlo.graph import ModuleGraph
+from profan.hlo.model import Computation, Instruction, Shape
 
 
 def first_array(shape: Shape | None) -> Shape | None:
@@ -34,63 +35,13 @@ def size(shape: Shape | None) -> int:
     return sizes.xla_shape_size(shape)
 
 
-class CostContext(ABC):
-    """Name lookups within one module (or none), and the recursion the rules need."""
-
-    def __init__(self, module: Module | None) -> None:
-        self.module = module
-        self._users: dict[str, dict[str, list[Instruction]]] = {}
-
-    # ------------------------------------------------------------------------ lookups
-
-    def computation_of(self, instruction: Instruction) -> Computation | None:
-        if self.module is None or instruction.computation is None:
-            return None
-        try:
-            return self.module.computation(instruction.computation)
-        except KeyError:
-            return None
+class CostContext(ModuleGraph, ABC):
+    """The module's name lookups (``profan.hlo.graph.ModuleGraph``) and the recursion the rules
+    need."""
 
     def callee(self, name: str | None) -> Computation | None:
-        if self.module is None or not name:
-            return None
-        try:
-            return self.module.computation(name)
-        except KeyError:
-            return None
-
-    def operand(self, instruction: Instruction, index: int) -> Instruction | None:
-        computation = self.computation_of(instruction)
-        if computation is None or index >= len(instruction.operands):
-            return None
-        return computation.get(instruction.operands[index].name)
-
-    def operand_shape(self, instruction: Instruction, index: int) -> Shape | None:
-        if index >= len(instruction.operands):
-            return None
-        operand = instruction.operands[index]
-        if operand.shape is not None:
-            return operand.shape
-        found = self.operand(instruction, index)
-        return found.shape if found is not None else None
-
-    def operand_shapes(self, instruction: Instruction) -> list[Shape | None]:
-        return [self.operand_shape(instruction, i) for i in range(len(instruction.operands))]
-
-    def users(self, instruction: Instruction) -> list[Instruction]:
-        computation = self.computation_of(instruction)
-        if computation is None:
-            return []
-        table = self._users.get(computation.name)
-        if table is None:
-            table = {}
-            for candidate in computation.instructions:
-                for name in dict.fromkeys(candidate.operand_names):
-                    table.setdefault(name.lstrip("%"), []).append(candidate)
-            self._users[computation.name] = table
-        return table.get(instruction.name, [])
-
-    # ---------------------------------------------------------------------- recursion
+        """The computation called ``name`` (``None`` for no name or one the module lacks)."""
+        return self.computation(name) if name else None
 
     @abstractmethod
     def estimate(self, instruction: Instruction) -> OpCost:

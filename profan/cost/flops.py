@@ -15,13 +15,6 @@ from profan.hlo.model import Shape
 FMA_FLOPS = 2
 
 
-def int_list(text: str | None) -> list[int]:
-    """``{1,2}`` -> ``[1, 2]`` (empty or missing -> ``[]``)."""
-    if not text:
-        return []
-    return [int(item) for item in re.findall(r"-?\d+", text)]
-
-
 def dot_flops(lhs: Shape, output: Shape, lhs_contracting_dims: list[int]) -> int:
     """``2 x (output elements) x (product of the contracting dims)``.
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from profan.cost.context import CostContext, elements, first_array
-from profan.cost.flops import convolution_flops, dot_flops, int_list, parse_dim_labels, parse_window
+from profan.cost.flops import convolution_flops, dot_flops, parse_dim_labels, parse_window
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
+from profan.hlo.views import int_list_attribute
 
 
 def dot(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
@@ -16,7 +17,7 @@ def dot(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
         return cost
     lhs_array = first_array(lhs)
     cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
-    contracting = int_list(instruction.attributes.get("lhs_contracting_dims"))
+    contracting = int_list_attribute(instruction, "lhs_contracting_dims")
     cost.flops = float(dot_flops(lhs, instruction.shape, contracting))
     cost.derivation.append(
         f"dot: 2 x {elements(instruction.shape)} output elements x contracting "

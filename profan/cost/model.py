@@ -15,6 +15,7 @@ class CollectiveInfo:
     groups: list[list[int]] = field(default_factory=list)
     n_axes: int = 1
     axis_sizes: tuple[int, ...] = ()
+    groups_note: str = ""  # set when the groups are assumed, not read (unreadable text)
 
 
 @dataclass(slots=True)

@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 from profan.attribute import classify, op_name_of, scope_of
 from profan.cost import OpCost
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.opcodes import COLLECTIVE_OPCODES
 from profan.hlo.shapes import shape_to_text
-from profan.hlo.views import source_location
+from profan.hlo.views import replica_groups, source_location, source_target_pairs
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -73,21 +72,17 @@ def _output_bytes(shape: Shape) -> int:
 
 
 def _groups(instruction: Instruction, module: Module) -> tuple[int | None, int | None]:
-    """(group size, number of groups): source-target pairs count as one group of that many;
-    ``{}`` is one group of every device; unreadable or absent groups are unknown."""
-    pairs = instruction.attributes.get("source_target_pairs")
-    if pairs is not None:
-        try:
-            count = len(decode_source_target_pairs(pairs))
-        except HloSyntaxError:
-            return None, None
-        return (count or None), None
-    text = instruction.attributes.get("replica_groups")
-    if text is None:
-        return None, None
-    devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
+    """(group size, number of groups) as the text says: source-target pairs count as one group of
+    that many pairs; ``{}`` is one group of every device; unreadable or absent groups are
+    unknown."""
     try:
-        groups = decode_replica_groups(text, num_devices=devices)
+        pairs = source_target_pairs(instruction)
+        if pairs is not None:
+            return (len(pairs) or None), None
+        if "replica_groups" not in instruction.attributes:
+            return None, None
+        devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
+        groups = replica_groups(instruction, devices)
     except HloSyntaxError:
         return None, None
     if not groups:

@@ -10,10 +10,10 @@ import pandas as pd
 
 from profan.chips import Chip
 from profan.cost import CostModel
+from profan.hlo.graph import scheduled_computations
 from profan.hlo.model import Module
 from profan.hlo.opcodes import BOOKKEEPING_OPCODES, CONTROL_FLOW_OPCODES
 from profan.roofline.facts import axis_sizes, mesh_axes_by_name
-from profan.roofline.schedule import scheduled_computations
 from profan.roofline.score import resolve_chip
 from profan.roofline.terms import async_start_times, op_times, roofline_bytes
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
     "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s",
-    "bound_by", "dtype", "derivation",
+    "bound_by", "dtype", "occurrences_exact", "derivation",
 )  # fmt: skip
 
 
@@ -31,8 +31,10 @@ def score_module(
     module: Module, chip: Chip | str, *, sharding: ShardingReport | Any | None = None
 ) -> pd.DataFrame:
     """Compile-time roofline of every op a module runs (entry + while bodies, calls, branches;
-    not fused bodies), sorted by ideal time, longest first.  ``occurrences`` applies a while
-    loop's known trip count when the backend config records one.  ``sharding``:
+    not fused bodies), sorted by ideal time, longest first.  ``occurrences`` is how often the op
+    runs per execution of the module (``profan.hlo.graph.scheduled_computations``: loops' known
+    trip counts; ``occurrences_exact`` is False where a trip count is unknown or the op sits in a
+    conditional's branch).  ``sharding``:
     ``profan.sharding.describe(module)``, whose mesh axes time the collectives.
     """
     from profan.attribute import classify
@@ -47,7 +49,8 @@ def score_module(
     axes_by_name = mesh_axes_by_name(sharding)
     devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
     rows = []
-    for computation, count in scheduled_computations(module):
+    for scheduled in scheduled_computations(module):
+        computation, count = scheduled.computation, scheduled.count
         for instruction in computation.instructions:
             if instruction.opcode in BOOKKEEPING_OPCODES or instruction.opcode in (
                 CONTROL_FLOW_OPCODES
@@ -79,6 +82,7 @@ def score_module(
                     "roofline_s": times.roofline_s * count,
                     "bound_by": times.bound_by,
                     "dtype": cost.dtype,
+                    "occurrences_exact": scheduled.count_is_exact,
                     "derivation": "; ".join(cost.derivation + times.notes),
                 }
             )
