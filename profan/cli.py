@@ -12,7 +12,6 @@ import importlib
 import os
 import sys
 import traceback
-from types import ModuleType
 
 from profan.errors import EXIT_INTERNAL, ProfanError
 
@@ -28,15 +27,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _load(module_name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(f"profan.commands.{module_name}")
-    except ModuleNotFoundError as missing:
-        if missing.name == f"profan.commands.{module_name}":
-            return None  # command not built yet
-        raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="profan",
@@ -46,9 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name, module_name in COMMANDS.items():
-        module = _load(module_name)
-        if module is None:
-            continue
+        module = importlib.import_module(f"profan.commands.{module_name}")
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         if "--chips" not in sub._option_string_actions:

@@ -95,20 +95,63 @@ def test_budget_file_parsed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[budget]\nstep_time = 1\n", "unknown key 'step_time'"),
-        ("[budget]\nstep_time_s = 'fast'\n", "must be a number"),
-        ("[budget\n", "not a valid TOML"),
-        ("[[budget.ops]]\nmax_time_s = 1\n", "needs match"),
-        ("[baseline]\nnew_collectives = 1\n", "true or false"),
-        ("[rules]\nnope = 1\n", "unknown rule setting"),
-        ("[budgets]\n", "unknown table"),
+        (
+            "[budget]\nstep_time = 1\n",
+            "[budget]: unknown key 'step_time'; known: step_time_s, mfu_min, exposed_comm_s, "
+            "exposed_comm_share, max_suspicious, ops",
+        ),
+        (
+            "[budget]\nstep_time_s = 'fast'\n",
+            "[budget]: step_time_s must be a number >= 0, got 'fast'",
+        ),
+        ("[budget]\nstep_time_s = -1\n", "[budget]: step_time_s must be >= 0.0, got -1"),
+        ("[budget]\nmax_suspicious = 1.5\n", "max_suspicious must be an integer >= 0, got 1.5"),
+        ("[budget\n", ": not a valid TOML file: Expected ']'"),
+        ("[[budget.ops]]\nmax_time_s = 1\n", "[[budget.ops]] #1: needs match (a string)"),
+        (
+            '[[budget.ops]]\nmatch = "a"\n[[budget.ops]]\nmatch = 3\n',
+            "[[budget.ops]] #2: match must be a string, got 3",
+        ),
+        ("[baseline]\nnew_collectives = 1\n", "[baseline]: new_collectives must be true or false"),
+        ("[baseline]\ntime_gate = 'on'\n", "time_gate must be \"auto\" or true or false, got 'on'"),
+        ("[rules]\nnope = 1\n", "[rules]: unknown rule setting 'nope'; known: min_time_share,"),
+        (
+            "[rules]\ndisabled = 'idle-gaps'\n",
+            "disabled must be a list of strings, got 'idle-gaps'",
+        ),
+        ("[budgets]\n", ": unknown table 'budgets'; known: budget, baseline, rules, tool"),
     ],
 )
 def test_bad_budget_files(tmp_path: Path, text: str, message: str) -> None:
+    """Each message names the file, the table and key, and what the key allows."""
     path = tmp_path / "profan.toml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError) as error:
         budget.load_budget(path)
+    assert str(error.value).startswith(str(path))
+    assert message in str(error.value)
+
+
+def test_budget_from_a_mapping_equals_the_file(tmp_path: Path) -> None:
+    text = (
+        '[budget]\nstep_time_s = 0.05\n[[budget.ops]]\nmatch = "*dot*"\nmin_efficiency = 0.3\n'
+        "[baseline]\ntime_gate = false\ntime_noise_factor = 2\n[rules]\nefficiency-below = 0.2\n"
+    )
+    path = tmp_path / "profan.toml"
+    path.write_text(text)
+    mapping = {
+        "budget": {"step_time_s": 0.05, "ops": [{"match": "*dot*", "min_efficiency": 0.3}]},
+        "baseline": {"time_gate": False, "time_noise_factor": 2},
+        "rules": {"efficiency-below": 0.2},
+    }
+    from_file = budget.load_budget(path)
+    assert budget.budget_from_mapping(mapping, where="dict") == from_file
+    assert from_file.time_gate is False and from_file.time_noise_factor == 2.0
+    assert from_file.time_tolerance_min == 0.02  # default
+    assert from_file.rules.efficiency_below == 0.2  # a-b spells a_b
+    assert from_file.ops == (budget.OpBudget(match="*dot*", min_efficiency=0.3),)
+    with pytest.raises(ConfigError, match=r"^dict \[budget\]: unknown key 'mfu'"):
+        budget.budget_from_mapping({"budget": {"mfu": 1}}, where="dict")
 
 
 def test_missing_budget_file(tmp_path: Path) -> None:

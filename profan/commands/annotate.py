@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from profan.report import annotate
-from profan.report.budget import load_rule_config
 from profan.report.build import build_report
+from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, analyse
 
 HELP = "print a module's HLO with each op's measured and ideal time, bound and flags"

@@ -4,34 +4,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import Counter
 from typing import Any
 
-from profan.errors import ConfigError, ProfanError
-from profan.hlo import Module, parse_file
+import pandas as pd
+
+from profan.errors import ProfanError
+from profan.hlo import Module, parse_file, views
 from profan.hlo.model import Instruction
+from profan.hlo.opcodes import (
+    GROUPED_COLLECTIVE_KINDS,
+    PAIRED_COLLECTIVE_KINDS,
+    async_role,
+    collective_kind,
+)
 from profan.hlo.printer import type_text
+from profan.roofline import score_module
 
 HELP = "parse an HLO text dump and summarise it: computations, ops by opcode, collectives"
 
-# Collective opcodes (and their async halves) whose device groups the summary reports.
-COLLECTIVE_OPCODES = frozenset(
-    {
-        "all-reduce",
-        "all-reduce-start",
-        "all-gather",
-        "all-gather-start",
-        "reduce-scatter",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-broadcast",
-        "collective-permute",
-        "collective-permute-start",
-    }
-)
-
+# Collectives whose device groups the summary lists (send/recv talk to one channel peer).
+_SUMMARISED_KINDS = GROUPED_COLLECTIVE_KINDS | PAIRED_COLLECTIVE_KINDS
 
 # Columns of the text roofline table (the JSON has every column).
 _ROOFLINE_COLUMNS = (
@@ -63,39 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fallback_groups(text: str) -> list[list[int]] | None:
-    """Explicit ``{{0,1},{2,3}}`` groups and ``[G,S]<=...`` iota forms, sizes only."""
-    iota = re.match(r"\[(\d+),(\d+)\]<=", text)
-    if iota:
-        groups, size = int(iota.group(1)), int(iota.group(2))
-        return [[-1] * size for _ in range(groups)]
-    if text.startswith("{"):
-        return [
-            [int(d) for d in g.split(",") if d.strip()] for g in re.findall(r"\{([^{}]*)\}", text)
-        ]
-    return None
-
-
 def _device_groups(instruction: Instruction, num_devices: int) -> tuple[list | None, str | None]:
-    text = instruction.attributes.get("replica_groups")
-    if text is None:
-        pairs = instruction.attributes.get("source_target_pairs")
-        if pairs is None:
-            return None, None
-        try:
-            from profan.hlo.devices import decode_source_target_pairs
-
-            return [list(p) for p in decode_source_target_pairs(pairs)], None
-        except ImportError:
-            return None, None
-        except ProfanError as error:
-            return None, str(error)
+    """The collective's device groups (or its source-target pairs), or why they do not decode."""
     try:
-        from profan.hlo.devices import decode_replica_groups
-    except ImportError:
-        return _fallback_groups(text), None
-    try:
-        return decode_replica_groups(text, num_devices=num_devices), None
+        pairs = views.source_target_pairs(instruction)
+        if pairs is not None:
+            return [list(p) for p in pairs], None
+        return views.replica_groups(instruction, num_devices), None
     except ProfanError as error:
         return None, str(error)
 
@@ -107,8 +75,9 @@ def summarise(module: Module) -> dict[str, Any]:
     collectives = []
     for computation in module.computations:
         for instruction in computation.instructions:
-            if instruction.opcode not in COLLECTIVE_OPCODES:
-                continue
+            kind = collective_kind(instruction.opcode)
+            if kind not in _SUMMARISED_KINDS or async_role(instruction.opcode) == "done":
+                continue  # a -done only completes its -start, which is listed
             groups, error = _device_groups(instruction, num_devices)
             entry: dict[str, Any] = {
                 "computation": computation.name,
@@ -137,12 +106,8 @@ def summarise(module: Module) -> dict[str, Any]:
     }
 
 
-def roofline_table(module: Module, chip: str) -> Any:
-    """Compile-time roofline of every op (``profan.roofline.score_module``), a DataFrame."""
-    try:
-        from profan.roofline import score_module
-    except ImportError:
-        raise ConfigError("--chip: compile-time roofline scoring is not available") from None
+def roofline_table(module: Module, chip: str) -> pd.DataFrame:
+    """Compile-time roofline of every op (``profan.roofline.score_module``)."""
     return score_module(module, chip)
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from profan.errors import ConfigError
-from profan.report.budget import load_rule_config
+from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for
 
 HELP = "report where a profile's time went and how far each op was from its roofline"

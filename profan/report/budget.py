@@ -30,27 +30,70 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 from xml.sax.saxutils import escape, quoteattr
 
-from profan.errors import ConfigError
-from profan.report.config import RuleConfig
+import msgspec
+
+from profan.report.config import NonNegative, RuleConfig, convert, read_toml
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
 
+_STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
-@dataclass(frozen=True, slots=True)
-class OpBudget:
+
+class OpBudget(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[[budget.ops]]``: limits on the ops whose key, name, scope or opcode match a glob."""
+
     match: str
-    max_time_s: float | None = None
-    min_efficiency: float | None = None
+    max_time_s: NonNegative | None = None  # total of the matching ops, per device
+    min_efficiency: NonNegative | None = None  # each matching op
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+class BudgetTable(msgspec.Struct, **_STRUCT):
+    """``[budget]``: absolute limits on one profile."""
+
+    step_time_s: NonNegative | None = None
+    mfu_min: NonNegative | None = None
+    exposed_comm_s: NonNegative | None = None
+    exposed_comm_share: NonNegative | None = None
+    max_suspicious: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    ops: tuple[OpBudget, ...] = ()
+
+
+class BaselineTable(msgspec.Struct, **_STRUCT):
+    """``[baseline]``: tolerances against a baseline report (``--baseline``)."""
+
+    step_time_tolerance: NonNegative = 0.10
+    op_time_tolerance: NonNegative = 0.50
+    op_min_time_share: NonNegative = 0.02
+    mfu_tolerance: NonNegative = 0.10
+    new_collectives: bool = True
+    no_new_suspicious: bool = True
+    # per-machine step-time baselines (profan.report.baseline): gate on step time at all
+    # ("auto": on TPU/GPU, not on CPU); tolerance = max(time_tolerance_min,
+    # time_noise_factor x (median - min) / min)
+    time_gate: Literal["auto"] | bool = "auto"
+    time_noise_factor: NonNegative = 3.0
+    time_tolerance_min: NonNegative = 0.02
+
+
+class ProfanToml(msgspec.Struct, **_STRUCT):
+    """The whole ``profan.toml``."""
+
+    budget: BudgetTable = BudgetTable()
+    baseline: BaselineTable = BaselineTable()
+    rules: RuleConfig = RuleConfig()
+    tool: dict[str, Any] = {}  # other tools' settings, ignored
+
+
+class Budget(msgspec.Struct, **_STRUCT):
+    """Everything ``profan check`` checks a report against: ``[budget]`` and ``[baseline]`` of
+    ``profan.toml`` side by side (see their tables for each field), and ``[rules]``."""
+
     step_time_s: float | None = None
     mfu_min: float | None = None
     exposed_comm_s: float | None = None
@@ -63,98 +106,28 @@ class Budget:
     mfu_tolerance: float = 0.10
     new_collectives: bool = True
     no_new_suspicious: bool = True
-    rules: RuleConfig = field(default_factory=RuleConfig)
+    time_gate: Literal["auto"] | bool = "auto"
+    time_noise_factor: float = 3.0
+    time_tolerance_min: float = 0.02
+    rules: RuleConfig = RuleConfig()
 
 
-_BUDGET_KEYS = {"step_time_s", "mfu_min", "exposed_comm_s", "exposed_comm_share", "max_suspicious"}
-_BASELINE_KEYS = {
-    "step_time_tolerance",
-    "op_time_tolerance",
-    "op_min_time_share",
-    "mfu_tolerance",
-    "new_collectives",
-    "no_new_suspicious",
-}
-
-
-def _read_toml(path: str | Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: budget file not found") from None
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{path}: not a valid TOML file: {error}") from None
-
-
-def _number(where: str, key: str, value: Any, *, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{where}: {key} must be a number, got {value!r}")
-    if integer and not isinstance(value, int):
-        raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"{where}: {key} must be >= 0, got {value!r}")
-    return value
+def budget_from_mapping(data: Mapping[str, Any], *, where: str) -> Budget:
+    """A ``Budget`` from a ``profan.toml``'s tables (as read from TOML, or written as a dict);
+    errors name ``where``, the table and the key."""
+    tables = dict(data)
+    if isinstance(tables.get("rules"), Mapping):  # ``a-b`` spells ``a_b`` there
+        tables["rules"] = {k.replace("-", "_"): v for k, v in tables["rules"].items()}
+    parsed = convert(tables, ProfanToml, where=where)
+    return Budget(
+        **msgspec.structs.asdict(parsed.budget),
+        **msgspec.structs.asdict(parsed.baseline),
+        rules=parsed.rules,
+    )
 
 
 def load_budget(path: str | Path) -> Budget:
-    data = _read_toml(path)
-    unknown = set(data) - {"budget", "baseline", "rules", "tool"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown table(s) {', '.join(sorted(unknown))}")
-    values: dict[str, Any] = {}
-    budget = data.get("budget", {})
-    for key, value in budget.items():
-        where = f"{path} [budget]"
-        if key == "ops":
-            if not isinstance(value, list):
-                raise ConfigError(f"{where}: ops must be an array of tables ([[budget.ops]])")
-            ops = []
-            for item in value:
-                if not isinstance(item, dict) or not isinstance(item.get("match"), str):
-                    raise ConfigError(f'{where}: every [[budget.ops]] needs match = "glob"')
-                extra = set(item) - {"match", "max_time_s", "min_efficiency"}
-                if extra:
-                    raise ConfigError(f"{where}: unknown op budget key(s) {', '.join(extra)}")
-                ops.append(
-                    OpBudget(
-                        item["match"],
-                        _number(where, "max_time_s", item["max_time_s"])
-                        if "max_time_s" in item
-                        else None,
-                        _number(where, "min_efficiency", item["min_efficiency"])
-                        if "min_efficiency" in item
-                        else None,
-                    )
-                )
-            values["ops"] = tuple(ops)
-        elif key in _BUDGET_KEYS:
-            values[key] = _number(where, key, value, integer=key == "max_suspicious")
-        else:
-            raise ConfigError(
-                f"{where}: unknown key {key!r}; known: {', '.join(sorted(_BUDGET_KEYS | {'ops'}))}"
-            )
-    for key, value in data.get("baseline", {}).items():
-        where = f"{path} [baseline]"
-        if key not in _BASELINE_KEYS:
-            raise ConfigError(
-                f"{where}: unknown key {key!r}; known: {', '.join(sorted(_BASELINE_KEYS))}"
-            )
-        if key in ("new_collectives", "no_new_suspicious"):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: {key} must be true or false")
-            values[key] = value
-        else:
-            values[key] = _number(where, key, value)
-    values["rules"] = RuleConfig.from_mapping(data.get("rules", {}), where=f"{path} [rules]")
-    return Budget(**values)
-
-
-def load_rule_config(path: str | Path | None) -> RuleConfig:
-    if path is None:
-        return RuleConfig()
-    data = _read_toml(path)
-    return RuleConfig.from_mapping(data.get("rules", {}), where=f"{path} [rules]")
+    return budget_from_mapping(read_toml(path, "budget"), where=str(path))
 
 
 # --------------------------------------------------------------------------------------------

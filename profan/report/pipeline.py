@@ -18,7 +18,8 @@ from profan import chips, roofline, sharding
 from profan.attribute import op_name_of, scope_of
 from profan.cost.bytes import logical_bytes
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.hlo.devices import decode_replica_groups, decode_sharding, decode_source_target_pairs
+from profan.hlo import views
+from profan.hlo.devices import decode_sharding
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.opcodes import base_opcode, collective_kind
 from profan.report.build import Analysis, build_report
@@ -152,18 +153,17 @@ def _collective_facts(
     devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
     size: int | None
     groups: int | None
-    pairs = instruction.attributes.get("source_target_pairs")
-    replica_groups = instruction.attributes.get("replica_groups")
     try:
-        if pairs is not None:
-            size, groups = len(decode_source_target_pairs(pairs)) or None, None
-        elif replica_groups is None:
-            size, groups = None, None
-        else:
-            decoded = decode_replica_groups(replica_groups.strip(), num_devices=devices)
-            size, groups = (len(decoded[0]), len(decoded)) if decoded else (devices, 1)
+        pairs = views.source_target_pairs(instruction)
+        decoded = views.replica_groups(instruction, devices) if pairs is None else None
     except ProfanError:
+        pairs, decoded = None, None
+    if pairs is not None:
+        size, groups = len(pairs) or None, None
+    elif decoded is None:
         size, groups = None, None
+    else:
+        size, groups = (len(decoded[0]), len(decoded)) if decoded else (devices, 1)
     axes = None
     for collective in sharding_report.collectives if sharding_report is not None else []:
         if collective.name == instruction.name:
