@@ -74,6 +74,9 @@ class CaptureInfo:
     # a program that recompiles every step is itself a performance bug
     compilations_in_trace: int = 0
     step_wall_s: list[float] = field(default_factory=list)  # host wall time of each traced step
+    # the last traced step did less work (ideal time) than every step before it: its device
+    # work was still running when the trace stopped (its outputs were dropped, not waited for)
+    last_step_cut_short: bool = False
     trace_kept: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +87,7 @@ class CaptureInfo:
             "traced_steps": self.traced_steps,
             "compilations_in_trace": self.compilations_in_trace,
             "step_wall_s": list(self.step_wall_s),
+            "last_step_cut_short": self.last_step_cut_short,
             "trace_kept": self.trace_kept,
         }
 
@@ -146,8 +150,9 @@ class Capture:
 
     @contextmanager
     def step(self, wait: Any = None) -> Iterator[None]:
-        """One step of the loop. ``wait``: arrays to wait for at its end (default: every live
-        array, so the step's device work is inside the step)."""
+        """One step of the loop. At its end the step waits for ``wait`` (arrays; ``()`` when the
+        body waited itself) or, by default, for every live array. Device work whose outputs are
+        already dropped cannot be waited for: keep or pass the step's outputs."""
         if self._jax is None:
             raise CaptureError("Capture.step() used outside `with Capture(...)`")
         index = self._seen
@@ -157,17 +162,24 @@ class Capture:
             self._start()
         if not traced:
             yield
-            self._sync(wait)
+            self.block(wait)
             return
         number = index - self.warmup
         started = time.perf_counter()
         with self._jax.profiler.StepTraceAnnotation(STEP_NAME, step_num=number):
             yield
-            self._sync(wait)
+            self.block(wait)
         self.info.step_wall_s.append(time.perf_counter() - started)
         self.info.traced_steps += 1
         if self.info.traced_steps == self.steps:
             self._stop()
+
+    def block(self, value: Any = None) -> None:
+        """Wait for ``value``'s arrays, or for every live array when ``value`` is None."""
+        if self._jax is None:
+            raise CaptureError("Capture.block() used outside `with Capture(...)`")
+        jax = self._jax
+        jax.block_until_ready(jax.live_arrays() if value is None else value)
 
     def __exit__(
         self,
@@ -190,11 +202,6 @@ class Capture:
         # Always a fresh private directory (mkdtemp: readable by its owner only), so that the
         # profiler's run is the only one there; a ``keep_trace`` path receives it afterwards.
         return Path(tempfile.mkdtemp(prefix="profan-capture-"))
-
-    def _sync(self, wait: Any) -> None:
-        assert self._jax is not None
-        jax = self._jax
-        jax.block_until_ready(jax.live_arrays() if wait is None else wait)
 
     def _on_event(self, event: str, duration_s: float, **_: Any) -> None:
         if event == _COMPILE_EVENT:
@@ -241,6 +248,16 @@ class Capture:
         if len(runs) != 1:
             raise CaptureError(f"the JAX profiler wrote {len(runs)} runs under {self._dir}")
         report = report_for(self._dir, chip=self.chip, run=runs[0], config=self.rules)
+        self.info.last_step_cut_short = _cut_short(report.to_dict()["steps"])
+        if self.info.last_step_cut_short:
+            warnings.warn(
+                CaptureWarning(
+                    f"profan.capture({self.info.function}): the last traced step did less work "
+                    "than the steps before it: its device work was still running when the "
+                    "trace stopped; keep the step's outputs or pass them to step(wait=...)"
+                ),
+                stacklevel=3,
+            )
         folder, run = self._dir, runs[0]
         if self._keep_path is not None:
             folder, run = self._keep_path, _move_run(self._dir, runs[0], self._keep_path)
@@ -254,6 +271,15 @@ class Capture:
             "capture": self.info.to_dict(),
         }
         return report
+
+
+def _cut_short(steps: list[dict[str, Any]]) -> bool:
+    """Whether the last step's ideal time (what its ops should take, from their FLOPs and bytes)
+    is below every earlier step's: a step whose work the trace did not see to the end."""
+    ideal = [step.get("ideal_s") for step in steps]
+    if len(ideal) < 2 or any(not isinstance(value, int | float) for value in ideal):
+        return False
+    return ideal[-1] < min(ideal[:-1]) * (1 - 1e-6)
 
 
 def _move_run(source: Path, run: str, destination: Path) -> str:
@@ -291,7 +317,7 @@ def capture(
     and ``rules`` belong to capture; every other keyword goes to ``fn`` (wrap ``fn`` in
     ``functools.partial`` to pass one of those names to it).
     """
-    jax = _jax()
+    _jax()
     name = _name_of(fn)
     if warmup == 0 and hasattr(fn, "lower"):
         # compile outside the trace; jax reuses the executable for the call
@@ -302,6 +328,6 @@ def capture(
     with session:
         for _ in range(warmup + steps):
             with session.step(wait=()):
-                jax.block_until_ready(fn(*args, **kwargs))
+                session.block(fn(*args, **kwargs))
     assert session.report is not None
     return session.report

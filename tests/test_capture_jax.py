@@ -136,6 +136,27 @@ def test_context_manager_with_a_short_loop(jnp: Any) -> None:
     assert run.report is not None and run.report.summary["step_count"] == 2
 
 
+def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
+    f = jax.jit(lambda a, b: a @ b)
+    a = jnp.ones((256, 256))
+    with Capture(steps=3, warmup=1) as same:
+        for _ in range(4):
+            with same.step():
+                f(a, a).block_until_ready()
+    assert same.report is not None
+    assert same.report.trace["capture"]["last_step_cut_short"] is False
+
+    with pytest.warns(CaptureWarning, match="last traced step did less work"):  # noqa: SIM117
+        with Capture(steps=3, warmup=1) as short:
+            for i in range(4):
+                with short.step():
+                    f(a, a).block_until_ready()
+                    if i < 3:  # the last step runs one matmul instead of two
+                        f(a, a).block_until_ready()
+    assert short.report is not None
+    assert short.report.trace["capture"]["last_step_cut_short"] is True
+
+
 def test_trace_is_private_and_removed_unless_kept(jnp: Any, tmp_path: Path) -> None:
     import tempfile
 

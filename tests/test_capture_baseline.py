@@ -1,0 +1,234 @@
+"""Per-machine baselines (profan.report.baseline) on the real fixture traces: structure compares
+exactly, step times with a tolerance from the steps' noise, gated on GPU/TPU and not on CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from profan.errors import ConfigError
+from profan.report import baseline
+from profan.report.budget import github_annotations
+from profan.report.model import Report
+from profan.report.pipeline import report_for
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def mlp() -> Report:
+    return report_for(FIXTURES / "mlp")
+
+
+@pytest.fixture(scope="module")
+def mlp_worse() -> Report:
+    return report_for(FIXTURES / "mlp_worse")
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Report:
+    return report_for(FIXTURES / "gpu_kernels")
+
+
+def _failed(results: list[baseline.CheckResult]) -> list[baseline.CheckResult]:
+    return [r for r in results if not r.passed]
+
+
+def test_entry_is_per_step_and_per_execution(mlp: Report) -> None:
+    entry = baseline.entry_from_report(mlp)
+    assert entry.machine == "CPU/cpu" and entry.device_count == 8 and entry.steps == 3
+    assert entry.mesh == {"jit_train_step": {"axis0": 4, "axis1": 2}}
+    for op in mlp.ops:
+        facts = entry.ops[op.key]
+        assert facts.per_step * entry.steps == op.occurrences
+        assert facts.flops * op.occurrences == pytest.approx(op.flops, rel=1e-12)
+        assert facts.hbm_bytes * op.occurrences == pytest.approx(op.hbm_bytes, rel=1e-12)
+    assert entry.totals["flops_per_step"] * 3 == pytest.approx(sum(op.flops for op in mlp.ops))
+    collectives = [op for op in mlp.ops if op.category == "collective"]
+    assert entry.totals["collectives_per_step"] * 3 == sum(op.occurrences for op in collectives)
+    # meta.json: one training step per traced step, 3 steps
+    meta = json.loads((FIXTURES / "mlp" / "meta.json").read_text())
+    assert entry.steps == meta["trace"]["steps"]
+
+
+def test_a_report_matches_its_own_baseline(mlp: Report, tmp_path: Path) -> None:
+    path = tmp_path / "mlp.json"
+    written = baseline.write_baseline(path, mlp, {"jax": "0.10.2"})
+    assert baseline.is_baseline_file(path)
+    (read,) = baseline.read_baselines(path).values()
+    assert read == written
+    results = baseline.check(mlp, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    assert _failed(results) == []
+    assert [r.name for r in results][:2] == ["baseline.devices", "baseline.mesh"]
+    assert any(r.name == "baseline.ops" and "16 ops" in r.message for r in results)
+
+
+def test_an_added_all_gather_is_named_with_its_source(
+    mlp: Report, mlp_worse: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mlp.json"
+    baseline.write_baseline(path, mlp)
+    results = baseline.check(mlp_worse, path, baseline.TimePolicy())
+    op = next(op for op in mlp_worse.ops if op.opcode == "all-gather")
+    (gather,) = [r for r in results if r.name == f"baseline.new_collective:{op.key}"]
+    assert gather.source == op.source and re.fullmatch(r".+make_fixtures\.py:\d+", op.source)
+    assert f"new collective {op.name}: all-gather in 4 group(s) of 2" in gather.message
+    assert gather.message.endswith(f"at {op.source}; not in the baseline")
+    assert not next(r for r in results if r.name == "baseline.collectives_per_step").passed
+    # CPU step times are shown but do not gate
+    (timing,) = [r for r in results if r.name == "baseline.step_time"]
+    assert timing.passed and "times do not gate on CPU" in timing.message
+    # GitHub annotations land on the op's line, relative to the checkout
+    file, _, line = op.source.rpartition(":")
+    monkeypatch.chdir(Path(file).parent)
+    annotations = github_annotations(baseline.check(mlp_worse, path, baseline.TimePolicy()))
+    assert f"::error file={Path(file).name},line={line},title=baseline.new_collective" in (
+        annotations
+    )
+
+
+def test_one_file_holds_one_entry_per_machine(mlp: Report, gpu: Report, tmp_path: Path) -> None:
+    path = tmp_path / "both.json"
+    baseline.write_baseline(path, mlp)
+    baseline.write_baseline(path, gpu)
+    entries = baseline.read_baselines(path)
+    assert sorted(entries) == ["CPU/cpu", "GPU/h100"]
+    assert _failed(baseline.check(gpu, path, baseline.TimePolicy())) == []
+    assert _failed(baseline.check(mlp, path, baseline.TimePolicy())) == []
+    # re-recording one machine leaves the other alone
+    baseline.write_baseline(path, mlp)
+    assert baseline.read_baselines(path)["GPU/h100"] == entries["GPU/h100"]
+
+    only_cpu = tmp_path / "cpu.json"
+    baseline.write_baseline(only_cpu, mlp)
+    (missing,) = baseline.check(gpu, only_cpu, baseline.TimePolicy())
+    assert not missing.passed
+    assert "has no baseline for GPU/h100 (it has: CPU/cpu)" in missing.message
+    assert "--profan-update-baseline" in missing.message
+
+
+def test_gpu_step_times_gate(gpu: Report, tmp_path: Path) -> None:
+    path = tmp_path / "gpu.json"
+    baseline.write_baseline(path, gpu)
+    (timing,) = [
+        r for r in baseline.check(gpu, path, baseline.TimePolicy()) if "step_time" in r.name
+    ]
+    assert timing.passed and "do not gate" not in timing.message
+
+
+def _timed(entry: baseline.Entry, minimum: float, median: float) -> baseline.Entry:
+    return dataclasses.replace(entry, step_min_s=minimum, step_median_s=median)
+
+
+def _step_time(new: baseline.Entry, old: baseline.Entry, policy: baseline.TimePolicy) -> list:
+    results = baseline.compare_entries(new, old, policy)
+    return [r for r in results if r.name.startswith(("baseline.step_time", "baseline.op_time"))]
+
+
+def test_synthetic_time_tolerance_comes_from_the_noise(gpu: Report) -> None:
+    """Baseline steps 1.0 ms min / 1.1 ms median: spread 10%, x3 = 30% tolerance (over the 2%
+    floor); new steps with a tight spread keep that tolerance (the larger spread wins)."""
+    real = baseline.entry_from_report(gpu)
+    old = _timed(real, 1.0e-3, 1.1e-3)
+    policy = baseline.TimePolicy()
+
+    (inside,) = _step_time(_timed(real, 1.29e-3, 1.30e-3), old, policy)
+    assert inside.passed and "+29.0%, tolerance +30.0%" in inside.message
+    outside = _step_time(_timed(real, 1.31e-3, 1.32e-3), old, policy)[0]
+    assert not outside.passed and "+31.0%, tolerance +30.0%" in outside.message
+    # a quiet baseline and quiet steps: the 2% floor
+    quiet = _timed(real, 1.0e-3, 1.0e-3)
+    floor = _step_time(_timed(real, 1.03e-3, 1.03e-3), quiet, policy)[0]
+    assert not floor.passed and "+3.0%, tolerance +2.0%" in floor.message
+    # noisy new steps widen it: min 1.0, median 1.2 -> 20% spread -> 60%
+    (noisy,) = _step_time(_timed(real, 1.5e-3, 1.8e-3), quiet, policy)
+    assert noisy.passed and "+50.0%, tolerance +60.0%" in noisy.message
+    # the gate: off for GPU when asked, on for CPU when asked
+    off = baseline.TimePolicy(gate="off")
+    (ungated,) = _step_time(_timed(real, 9e-3, 9e-3), quiet, off)
+    assert ungated.passed and "times do not gate on GPU" in ungated.message
+    assert baseline.TimePolicy(gate="on").gates("CPU")
+    assert not baseline.TimePolicy().gates("CPU") and baseline.TimePolicy().gates("TPU")
+
+
+def test_synthetic_slower_ops_are_named_when_the_step_time_fails(gpu: Report) -> None:
+    """The same GPU program with one op 10 ms slower per step (the step's min and median too):
+    the step time fails (+104%, beyond the 43.8% its noise allows) and names the op."""
+    old = baseline.entry_from_report(gpu)
+    heaviest = max(old.ops.values(), key=lambda op: op.time_per_step_s)
+    slower_ops = dict(old.ops)
+    slower_ops[heaviest.key] = dataclasses.replace(
+        heaviest, time_per_step_s=heaviest.time_per_step_s + 10e-3
+    )
+    new = dataclasses.replace(
+        old,
+        ops=slower_ops,
+        step_min_s=old.step_min_s + 10e-3,
+        step_median_s=old.step_median_s + 10e-3,
+    )
+    step, named = _step_time(new, old, baseline.TimePolicy())
+    assert not step.passed
+    assert named.name == f"baseline.op_time:{heaviest.key}" and named.source == heaviest.source
+    assert "(+10 ms)" in named.message
+    # 10/9.628803 = +103.9%; 3 x (11.035171 - 9.628803)/9.628803 = 43.8% (the trace's steps)
+    assert "+103.9%, tolerance +43.8%" in step.message
+
+
+def test_recorded_versions_are_named_when_structure_differs(
+    mlp: Report, mlp_worse: Report, tmp_path: Path
+) -> None:
+    path = tmp_path / "mlp.json"
+    baseline.write_baseline(path, mlp, {"jax": "0.9.0"})
+    results = baseline.check(mlp_worse, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    flops = next(r for r in results if r.name == "baseline.flops_per_step")
+    assert "(recorded with jax 0.9.0 -> 0.10.2: the difference may come from there)" in (
+        flops.message
+    )
+    same = baseline.check(mlp, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    assert _failed(same) == []  # versions alone never fail a check
+
+
+def test_many_changed_ops_are_capped() -> None:
+    transformer = baseline.entry_from_report(report_for(FIXTURES / "transformer"))
+    old = baseline.entry_from_report(report_for(FIXTURES / "mlp"))
+    results = baseline.compare_entries(transformer, old, baseline.TimePolicy())
+    prefixes = ("baseline.new", "baseline.op:", "baseline.gone")
+    ops = [r for r in results if r.name.startswith(prefixes)]
+    assert len(ops) == baseline.MAX_OP_LINES
+    assert all(not r.passed for r in ops)
+    # every op that is new, gone, or changed in executions, FLOPs, bytes or collective
+    differing = set(transformer.ops) ^ set(old.ops)
+    for key in set(transformer.ops) & set(old.ops):
+        a, b = transformer.ops[key], old.ops[key]
+        facts = ("per_step", "flops", "hbm_bytes", "ici_bytes", "collective")
+        if any(getattr(a, name) != getattr(b, name) for name in facts):
+            differing.add(key)
+    (more,) = [r for r in results if r.name == "baseline.ops.more"]
+    assert f"... and {len(differing) - baseline.MAX_OP_LINES} more op(s)" in more.message
+    # collectives first
+    assert ops[0].name.startswith(("baseline.new_collective", "baseline.gone", "baseline.op:"))
+    assert "collective" in ops[0].message
+
+
+def test_bad_baseline_files(mlp: Report, tmp_path: Path) -> None:
+    assert baseline.read_baselines(tmp_path / "absent.json") == {}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"broken\.json: cannot read the baseline"):
+        baseline.read_baselines(broken)
+    a_report = tmp_path / "report.json"
+    a_report.write_text(json.dumps(mlp.to_dict()))
+    assert not baseline.is_baseline_file(a_report)
+    with pytest.raises(ConfigError, match=r"report\.json: not a profan baseline"):
+        baseline.read_baselines(a_report)
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({"format": "profan-baseline", "version": 99, "machines": {}}))
+    with pytest.raises(ConfigError, match="baseline version 99 is not supported"):
+        baseline.read_baselines(future)
+    with pytest.raises(ConfigError, match="malformed baseline"):
+        future.write_text(json.dumps({"format": "profan-baseline", "version": 1}))
+        baseline.read_baselines(future)
