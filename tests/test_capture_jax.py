@@ -63,7 +63,7 @@ def test_capture_matmul_512_reports_2n3_flops_per_execution(jnp: Any) -> None:
     xla = xla[0] if isinstance(xla, list) else xla
     assert op.flops / op.occurrences == xla["flops"]  # XLA's own count agrees
     assert op.source == f"{__file__}:{_line_of(matmul, 'return a @ b')}"
-    assert report.summary["step_count"] == 3
+    assert report.summary.step_count == 3
     assert report.unmatched == []
     assert report.trace["capture"]["traced_steps"] == 3
     assert report.trace["capture"]["compilations_in_trace"] == 0
@@ -80,7 +80,7 @@ def test_capture_passes_keywords_to_fn_and_counts_steps(jnp: Any) -> None:
 
     x = jnp.ones((256, 256))
     report = capture(scaled, x, scale=jnp.float32(3.0), steps=4, warmup=2)
-    assert report.summary["step_count"] == 4
+    assert report.summary.step_count == 4
     assert {op.occurrences for op in report.ops} == {4}
     assert (
         report.trace["capture"]["function"]
@@ -95,7 +95,7 @@ def test_capture_warmup_0_still_compiles_outside_the_trace(jnp: Any) -> None:
         warnings.simplefilter("error", CaptureWarning)
         report = capture(f, x, steps=2, warmup=0)
     assert report.trace["capture"]["compilations_in_trace"] == 0
-    assert report.summary["step_count"] == 2
+    assert report.summary.step_count == 2
 
 
 def test_capture_warns_when_the_steps_compile(jnp: Any) -> None:
@@ -117,7 +117,7 @@ def test_context_manager_traces_only_the_chosen_steps_of_a_loop(jnp: Any) -> Non
             with run.step():
                 a = f(a, a) * 1e-3
     assert run.report is not None
-    assert run.report.summary["step_count"] == 3
+    assert run.report.summary.step_count == 3
     (op,) = [op for op in run.report.ops if op.category == "matmul"]
     assert op.occurrences == 3
     assert run.report.trace["capture"]["traced_steps"] == 3
@@ -133,7 +133,7 @@ def test_context_manager_with_a_short_loop(jnp: Any) -> None:
         for _ in range(3):
             with run.step():
                 f(jnp.ones(4))
-    assert run.report is not None and run.report.summary["step_count"] == 2
+    assert run.report is not None and run.report.summary.step_count == 2
 
 
 def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
@@ -187,7 +187,7 @@ def test_keep_trace_path_collects_runs_that_profan_report_reads(jnp: Any, tmp_pa
     runs = sorted(p.name for p in (tmp_path / "traces" / "plugins" / "profile").iterdir())
     assert runs == sorted([first.trace["run"], second.trace["run"]])
     again = report_for(tmp_path / "traces", run=second.trace["run"])
-    assert again.summary["step_count"] == 3
+    assert again.summary.step_count == 3
     assert [(op.key, op.flops) for op in again.ops] == [(op.key, op.flops) for op in second.ops]
 
 
@@ -199,7 +199,7 @@ def test_a_running_profiler_is_a_clear_error(jnp: Any, tmp_path: Path) -> None:
     finally:
         jax.profiler.stop_trace()
     # the capture released everything: the next one works
-    assert capture(jax.jit(lambda a: a + 1), jnp.ones(4), steps=1).summary["step_count"] == 1
+    assert capture(jax.jit(lambda a: a + 1), jnp.ones(4), steps=1).summary.step_count == 1
 
 
 def test_bad_arguments() -> None:
@@ -230,7 +230,7 @@ def test_capture_sharded_program_on_8_devices(jnp: Any) -> None:
     report = capture(f, *args, steps=3)
 
     assert report.device["count"] == DEVICES
-    assert sorted(report.summary["mesh"].popitem()[1].values()) == [2, 4]
+    assert sorted(report.summary.mesh.popitem()[1].values()) == [2, 4]
     (reduce,) = [op for op in report.ops if op.category == "collective"]
     assert reduce.opcode == "all-reduce"
     assert reduce.collective["group_size"] == 2  # the model axis
