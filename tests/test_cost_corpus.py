@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from profan.cost import CostModel
 from profan.cost.flops import einsum_flops
 from profan.hlo.parser import parse_module
 from profan.hlo.views import int_list_attribute
 from profan.roofline import score_module
-
-pytestmark = pytest.mark.corpus
 
 
 def _sample(corpus_dir: Path, every: int) -> list[Path]:

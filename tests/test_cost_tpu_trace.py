@@ -19,8 +19,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from profan.cost import estimate
 from profan.hlo.parser import parse_module
 
-pytestmark = pytest.mark.corpus
-
 
 def _xspace_class() -> type:
     field = descriptor_pb2.FieldDescriptorProto

@@ -16,8 +16,6 @@ import pytest
 import profan
 from profan.roofline import score
 
-pytestmark = pytest.mark.corpus
-
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 

@@ -7,13 +7,9 @@ import ast
 import json
 from pathlib import Path
 
-import pytest
-
 from profan.hlo.model import Instruction
 from profan.hlo.parser import parse_module
 from profan.roofline import score_module
-
-pytestmark = pytest.mark.corpus
 
 
 def _recorded_trip_count(instruction: Instruction) -> int | None:

@@ -11,8 +11,6 @@ import profan
 from profan.cost import estimate
 from profan.roofline import score
 
-pytestmark = pytest.mark.corpus
-
 
 @pytest.fixture(scope="module")
 def v6e_profile(corpus_dir: Path):
