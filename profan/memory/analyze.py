@@ -97,8 +97,13 @@ def analyze_profile(
     falls back to reading the trace's metadata plane again when the loader did not keep them)."""
     embedded = from_profile(profile)
     if not embedded:
+        # Modules the loader took from --hlo dumps are keyed by name, the others name(id).
         ran = set(profile.modules)
-        embedded = [p for p in from_trace(profile.path, profile.run).programs if p.key in ran]
+        embedded = [
+            p
+            for p in from_trace(profile.path, profile.run).programs
+            if p.key in ran or p.name in ran
+        ]
     programs, notes = _programs(embedded, use_cache)
     report = MemoryReport(path=profile.path, programs=programs, notes=notes)
     return _finish(report, chip, None)

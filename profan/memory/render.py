@@ -153,9 +153,14 @@ def markdown(report: MemoryReport, top: int = TOP) -> str:
     return "\n".join(lines) + "\n"
 
 
-def timeline_svg(program: ProgramMemory, width: int = 640, height: int = 160) -> str:
+def timeline_svg(
+    points: list[int],
+    peak_position: int | None,
+    peak_bytes: int,
+    width: int = 640,
+    height: int = 160,
+) -> str:
     """The heap over program order (as XProf's memory viewer draws it), peak marked."""
-    points = [p.heap_bytes for p in program.timeline]
     if len(points) < 2:
         return ""
     top = max(points) or 1
@@ -165,12 +170,12 @@ def timeline_svg(program: ProgramMemory, width: int = 640, height: int = 160) ->
         for i, value in enumerate(points)
     )
     marker = ""
-    if program.peak_position is not None:
-        x = program.peak_position * step
+    if peak_position is not None:
+        x = peak_position * step
         marker = (
             f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height}" stroke="#d32f2f" '
             f'stroke-dasharray="4 3"/><text x="{min(x + 4, width - 120):.1f}" y="12" '
-            f'font-size="11" fill="#d32f2f">peak {html.escape(size(program.peak_bytes))}</text>'
+            f'font-size="11" fill="#d32f2f">peak {html.escape(size(peak_bytes))}</text>'
         )
     return (
         f'<svg class="memory-timeline" width="{width}" height="{height}" '
@@ -190,26 +195,25 @@ _KIND_COLOURS = {
 }
 
 
-def buffers_svg(program: ProgramMemory, top: int = TOP, width: int = 640) -> str:
-    """A bar chart of the largest buffers live at the peak, coloured by kind."""
-    buffers = program.top_buffers(top)
+def buffers_svg(buffers: list[tuple[str, int, str, str]], width: int = 640) -> str:
+    """A bar chart of buffers ``(name, bytes, kind, shape)``, coloured by kind."""
     if not buffers:
         return ""
     bar, gap, label_width = 16, 4, 260
     height = len(buffers) * (bar + gap)
-    largest = max(b.size_bytes for b in buffers) or 1
+    largest = max(b[1] for b in buffers) or 1
     parts = []
-    for row, b in enumerate(buffers):
+    for row, (name, nbytes, kind, shape) in enumerate(buffers):
         y = row * (bar + gap)
-        length = (width - label_width - 70) * b.size_bytes / largest
-        colour = _KIND_COLOURS.get(b.kind, "#1976d2")
-        name = html.escape(b.name if len(b.name) <= 38 else b.name[:37] + "…")
+        length = (width - label_width - 70) * nbytes / largest
+        colour = _KIND_COLOURS.get(kind, "#1976d2")
+        label = html.escape(name if len(name) <= 38 else name[:37] + "…")
         parts.append(
-            f'<text x="0" y="{y + 12}" font-size="11">{name}</text>'
+            f'<text x="0" y="{y + 12}" font-size="11">{label}</text>'
             f'<rect x="{label_width}" y="{y}" width="{max(length, 1):.1f}" height="{bar}" '
-            f'fill="{colour}"><title>{html.escape(b.kind)}: {html.escape(b.shape)}</title></rect>'
+            f'fill="{colour}"><title>{html.escape(kind)}: {html.escape(shape)}</title></rect>'
             f'<text x="{label_width + length + 4:.1f}" y="{y + 12}" font-size="11">'
-            f"{html.escape(size(b.size_bytes))}</text>"
+            f"{html.escape(size(nbytes))}</text>"
         )
     return (
         f'<svg class="memory-buffers" width="{width}" height="{height}" '
@@ -231,10 +235,12 @@ def program_html(program: ProgramMemory, top: int = TOP) -> str:
     )
     head = "".join(f"<th>{c}</th>" for c in _BUFFER_COLUMNS)
     notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in program.notes)
+    heap = [p.heap_bytes for p in program.timeline]
+    bars = [(b.name, b.size_bytes, b.kind, b.shape) for b in program.top_buffers(top)]
     return (
         f"<section class='memory-program'><h2>{html.escape(_title(program))}</h2>"
         f"<table class='memory-headline'>{cells}</table>"
-        f"{timeline_svg(program)}{buffers_svg(program, top)}"
+        f"{timeline_svg(heap, program.peak_position, program.peak_bytes)}{buffers_svg(bars)}"
         f"<table class='memory-buffers'><tr>{head}</tr>{rows}</table>{notes}</section>"
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 from profan.chips import Chip
 from profan.report import keys, rules, summary
 from profan.report.config import RuleConfig
+from profan.report.memory import memory_section
 from profan.report.model import OpEntry, Report, Scalar
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.roofline import Score
@@ -225,6 +226,7 @@ def build_report(
         ],
         trace={"path": str(profile.path), "run": profile.run},
     )
+    report.memory = memory_section(profile, score.chip)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
         report.findings = findings

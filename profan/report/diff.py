@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profan.report.format import percent, seconds
+from profan.report.memory import diff_lines as memory_diff_lines
 from profan.report.model import OpEntry, Report
 
 
@@ -118,4 +119,5 @@ def render(
         else:
             lines.append(line)
             lines.append(" " * 6 + key)
+    lines += memory_diff_lines(a, b)
     return "\n".join(lines) + "\n"

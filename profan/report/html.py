@@ -6,6 +6,7 @@ import base64
 from html import escape
 
 from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.memory import html_section as memory_html_section
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
 
@@ -127,6 +128,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         )
     parts.append("</table>")
 
+    parts.append(memory_html_section(report))
     parts.append(f"<h2>Suspicious ops ({len(report.findings)})</h2><ul>")
     # whole-profile findings (no op) in their own group, then one group per op
     for key, findings in grouped_findings(report.findings):

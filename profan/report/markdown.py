@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
 
@@ -64,6 +65,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             f"{si(op.flops)} | {si(op.hbm_bytes + op.ici_bytes, 'B')} | {_cell(sharding)} | "
             f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
         )
+    lines += ["", *memory_markdown_lines(report)]
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
     # whole-profile findings (no op) in their own group, then one group per op
     for key, findings in grouped_findings(report.findings):

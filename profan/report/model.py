@@ -179,6 +179,8 @@ class Report:
     unmatched: list[dict[str, Any]]
     trace: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    # One entry per program and memory space (profan.report.memory; SCHEMA.md "memory").
+    memory: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -193,6 +195,7 @@ class Report:
                 "ops": [dataclasses.asdict(op) for op in self.ops],
                 "findings": [dataclasses.asdict(f) for f in self.findings],
                 "unmatched": self.unmatched,
+                "memory": self.memory,
             }
         )
 
@@ -222,6 +225,7 @@ class Report:
                 findings=findings,
                 unmatched=list(data.get("unmatched", [])),
                 trace=dict(data.get("trace", {})),
+                memory=list(data.get("memory", [])),
             )
         except (KeyError, TypeError) as error:
             raise ConfigError(f"{where}: malformed profan JSON report ({error})") from None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from profan.report.format import grouped_findings, percent, seconds, si, wrap_name
+from profan.report.memory import terminal_lines as memory_terminal_lines
 from profan.report.model import OpEntry, Report
 from profan.report.rules import RULES
 from profan.report.splits import split_text
@@ -459,6 +460,7 @@ def render(
     )
     out.extend(op_table(report, top, width, style))
     out.append("")
+    out.extend(memory_terminal_lines(report, width))
     if report.findings:
         out.append(style(f"Suspicious ({len(report.findings)} findings)", "bold"))
         # profile-wide findings first, then one block per op (heaviest first); "look at" advice

@@ -1,0 +1,312 @@
+"""The report's memory section: every program that ran, its peak against the chip, what is live
+there; the memory rules (near-capacity, large-temporary, undonated-input), budgets and diff.
+
+The section is plain data on ``Report.memory`` (one dict per program and memory space, the JSON
+``memory`` list, see SCHEMA.md); the figures come from ``profan.memory`` (the compiler's buffer
+assignment each trace embeds).
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import os
+import textwrap
+from typing import Any
+
+from profan.chips import Chip
+from profan.memory.analyze import analyze_profile
+from profan.memory.donation import undonated_inputs
+from profan.memory.render import buffers_svg, size, timeline_svg
+from profan.report.config import RuleConfig
+from profan.report.format import percent
+from profan.report.model import Finding, Report
+from profan.report.rules import OpContext, rule
+from profan.trace.profile import Profile
+
+TOP_BUFFERS = 10
+TIMELINE_POINTS = 200
+# Rule thresholds (RuleConfig fields of the same names override them when present).
+NEAR_CAPACITY_ABOVE = 0.90
+LARGE_TEMPORARY_SHARE_ABOVE = 0.25
+
+
+def _timeline(points: list[int], peak_position: int | None) -> list[list[int]]:
+    """At most TIMELINE_POINTS [position, heap bytes] pairs, always keeping the peak."""
+    if not points:
+        return []
+    stride = max(1, -(-len(points) // TIMELINE_POINTS))
+    keep = set(range(0, len(points), stride)) | {len(points) - 1}
+    if peak_position is not None:
+        keep.add(peak_position)
+    return [[i, points[i]] for i in sorted(keep)]
+
+
+def memory_section(profile: Profile, chip: Chip | None) -> list[dict[str, Any]]:
+    """One JSON-ready entry per program that ran and memory space, largest device peak first."""
+    entries = []
+    for program in analyze_profile(profile, chip).programs:
+        entry = program.to_dict(TOP_BUFFERS)
+        entry["timeline"] = _timeline(
+            [p.heap_bytes for p in program.timeline], program.peak_position
+        )
+        entry["undonated"] = [u.to_dict() for u in undonated_inputs(program)]
+        entries.append(entry)
+    return entries
+
+
+def _device(report: Report) -> list[dict[str, Any]]:
+    return [e for e in report.memory if e.get("memory_space") == "device"]
+
+
+# ------------------------------------------------------------------------------ rendering
+
+
+def _headline(entry: dict[str, Any]) -> str:
+    text = f"peak {size(entry['peak_bytes'])}"
+    if entry.get("hbm_bytes"):
+        share = entry["peak_bytes"] / entry["hbm_bytes"]
+        text += (
+            f" = {percent(share)} of {size(entry['hbm_bytes'])} ({entry.get('chip')}), "
+            f"headroom {size(entry['headroom_bytes'])}"
+        )
+    if entry.get("peak_instruction"):
+        text += f", at {entry['peak_instruction']}"
+    return text
+
+
+def _totals(entry: dict[str, Any]) -> str:
+    return (
+        f"arguments {size(entry['argument_bytes'])}, outputs {size(entry['output_bytes'])}, "
+        f"donated {size(entry['alias_bytes'])}, temporaries {size(entry['temp_bytes'])}"
+    )
+
+
+def _short_source(source: str | None) -> str:
+    if not source:
+        return ""
+    cwd = os.getcwd() + os.sep
+    return source[len(cwd) :] if source.startswith(cwd) else source
+
+
+def _wrapped(text: str, width: int, indent: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, continuation lines indented 2 more."""
+    return textwrap.wrap(
+        text,
+        width=max(width, indent + 20),
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + 2),
+        break_on_hyphens=False,
+    )
+
+
+def terminal_lines(report: Report, width: int = 100, top: int = 3) -> list[str]:
+    """The section for ``profan report`` in a terminal (empty when the trace had none); no line
+    is wider than ``width``."""
+    entries = report.memory
+    if not entries:
+        return []
+    lines = _wrapped("Memory (per device; the compiler's buffer assignment)", width, 0)
+    for entry in entries:
+        space = "" if entry["memory_space"] == "device" else f" [{entry['memory_space']}]"
+        lines += _wrapped(f"{entry['module']}{space}: {_headline(entry)}", width, 2)
+        lines += _wrapped(_totals(entry), width, 4)
+        for b in entry["top_buffers"][:top]:
+            text = f"{size(b['size_bytes'])} {b['kind']} {b['shape']} {b['name']}"
+            where = _short_source(b.get("source"))
+            lines += _wrapped(f"{text} {where}".rstrip(), width, 4)
+    return [*lines, ""]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_lines(report: Report, top: int = 5) -> list[str]:
+    if not report.memory:
+        return []
+    lines = [
+        "## Memory (per device)",
+        "",
+        "| program | space | peak | of HBM | headroom | arguments | outputs | donated | "
+        "temporaries | peak at |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for e in report.memory:
+        share = e["peak_bytes"] / e["hbm_bytes"] if e.get("hbm_bytes") else None
+        lines.append(
+            f"| `{_cell(e['module'])}` | {e['memory_space']} | {size(e['peak_bytes'])} | "
+            f"{percent(share)} | {size(e.get('headroom_bytes'))} | {size(e['argument_bytes'])} | "
+            f"{size(e['output_bytes'])} | {size(e['alias_bytes'])} | {size(e['temp_bytes'])} | "
+            f"{_cell(e.get('peak_instruction') or '-')} |"
+        )
+    for e in _device(report)[:3]:
+        if not e["top_buffers"]:
+            continue
+        lines += ["", f"Largest buffers live at the peak of `{_cell(e['module'])}`:", ""]
+        lines += ["| size | kind | shape | instruction | source |", "|---:|---|---|---|---|"]
+        for b in e["top_buffers"][:top]:
+            lines.append(
+                f"| {size(b['size_bytes'])} | {b['kind']} | {_cell(b['shape'])} | "
+                f"`{_cell(b['name'])}` | {_cell(b.get('source') or '-')} |"
+            )
+    return [*lines, ""]
+
+
+def html_section(report: Report, top: int = 10) -> str:
+    """Per device program: headline, the heap over program order, the largest buffers."""
+    if not report.memory:
+        return ""
+    e = html_lib.escape
+    parts = ["<h2>Memory (per device)</h2>"]
+    for entry in _device(report)[:5]:
+        points = [value for _, value in entry.get("timeline", [])]
+        positions = [position for position, _ in entry.get("timeline", [])]
+        peak_index = (
+            positions.index(entry["peak_position"])
+            if entry.get("peak_position") in positions
+            else None
+        )
+        bars = [
+            (b["name"], b["size_bytes"], b["kind"], b["shape"]) for b in entry["top_buffers"][:top]
+        ]
+        parts.append(
+            f"<h3><code>{e(entry['module'])}</code></h3><p>{e(_headline(entry))}<br>"
+            f"{e(_totals(entry))}</p>"
+            f"{timeline_svg(points, peak_index, entry['peak_bytes'])}{buffers_svg(bars)}"
+        )
+    others = [
+        x
+        for x in report.memory
+        if x.get("memory_space") != "device" or x not in _device(report)[:5]
+    ]
+    if others:
+        parts.append("<ul>")
+        parts += [
+            f"<li><code>{e(x['module'])}</code> [{e(x['memory_space'])}]: {e(_headline(x))}</li>"
+            for x in others
+        ]
+        parts.append("</ul>")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------ rules
+
+
+def _threshold(config: RuleConfig, name: str, default: float) -> float:
+    return float(getattr(config, name, default))
+
+
+@rule("near-capacity", "a program's memory peak above a share of the chip's memory per device")
+def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
+    limit = _threshold(config, "memory_near_capacity_above", NEAR_CAPACITY_ABOVE)
+    findings = []
+    for entry in _device(report):
+        hbm = entry.get("hbm_bytes")
+        if not hbm or entry["peak_bytes"] <= limit * hbm:
+            continue
+        largest = entry["top_buffers"][0] if entry["top_buffers"] else {}
+        findings.append(
+            Finding(
+                "near-capacity",
+                f"{entry['module']} peaks at {size(entry['peak_bytes'])}, "
+                f"{percent(entry['peak_bytes'] / hbm)} of the {size(hbm)} per device "
+                f"(headroom {size(entry['headroom_bytes'])})",
+                "the largest buffers live at the peak (profan memory); donate inputs, shard or "
+                "rematerialise the largest activations",
+                module=entry["module"],
+                name=largest.get("name"),
+                source=largest.get("source"),
+            )
+        )
+    return findings
+
+
+@rule("large-temporary", "one temporary buffer holding a large share of a program's peak")
+def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
+    share = _threshold(config, "memory_large_temporary_share_above", LARGE_TEMPORARY_SHARE_ABOVE)
+    findings = []
+    for entry in _device(report):
+        peak = entry["peak_bytes"]
+        if not peak or entry.get("source") != "buffer-assignment":
+            continue
+        for buffer in entry["top_buffers"]:
+            if buffer["kind"] != "temporary" or buffer["size_bytes"] <= share * peak:
+                continue
+            findings.append(
+                Finding(
+                    "large-temporary",
+                    f"{buffer['name']} ({buffer['shape']}) holds {size(buffer['size_bytes'])}, "
+                    f"{percent(buffer['size_bytes'] / peak)} of {entry['module']}'s peak",
+                    "the line that makes this temporary: fuse, chunk or rematerialise it",
+                    module=entry["module"],
+                    name=buffer["name"],
+                    source=buffer.get("source"),
+                )
+            )
+    return findings
+
+
+@rule("undonated-input", "an input with an output's shape and dtype that is not donated")
+def undonated_input(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
+    findings = []
+    for entry in _device(report):
+        for item in entry.get("undonated", []):
+            what = item["parameter_path"] or item["parameter"]
+            findings.append(
+                Finding(
+                    "undonated-input",
+                    f"{entry['module']}: input {what} ({item['shape']}) has the shape of output "
+                    f"{item['output']} but is not donated; donation would save "
+                    f"{size(item['size_bytes'])}",
+                    "jax.jit(..., donate_argnums=...) for this argument (its buffer is reused "
+                    "for the output)",
+                    module=entry["module"],
+                    name=item["parameter"],
+                    source=item.get("output_source"),
+                )
+            )
+    return findings
+
+
+# ------------------------------------------------------------------------------ diff
+
+
+def _identity(buffer: dict[str, Any]) -> tuple[str, str, str]:
+    return buffer["kind"], buffer["shape"], buffer.get("source") or buffer["name"]
+
+
+def diff_lines(a: Report, b: Report) -> list[str]:
+    """Peak changes of the programs in both reports, and the buffers that appeared at B's peak."""
+    if not a.memory and not b.memory:
+        return []
+
+    def key(entry: dict[str, Any]) -> tuple[str, str]:
+        return entry["module"].split("(")[0], entry["memory_space"]
+
+    before = {key(e): e for e in a.memory}
+    lines = ["", "Memory peaks per device (programs in both, by name):"]
+    for entry in b.memory:
+        old = before.get(key(entry))
+        if old is None:
+            lines.append(f"  new in B: {entry['module']} peak {size(entry['peak_bytes'])}")
+            continue
+        change = entry["peak_bytes"] - old["peak_bytes"]
+        ratio = f" ({change / old['peak_bytes']:+.1%})" if old["peak_bytes"] else ""
+        lines.append(
+            f"  {entry['module'].split('(')[0]} [{entry['memory_space']}]: "
+            f"{size(old['peak_bytes'])} -> {size(entry['peak_bytes'])}{ratio}"
+        )
+        # Matched by kind, shape and source line: instruction names change across recompiles.
+        seen = {(x["kind"], x["shape"], x.get("source") or x["name"]) for x in old["top_buffers"]}
+        for buffer in entry["top_buffers"]:
+            if (
+                buffer["kind"],
+                buffer["shape"],
+                buffer.get("source") or buffer["name"],
+            ) not in seen:
+                where = f"  {buffer['source']}" if buffer.get("source") else ""
+                lines.append(
+                    f"    appeared: {buffer['name']} {buffer['shape']} "
+                    f"{size(buffer['size_bytes'])}{where}"
+                )
+    return lines
