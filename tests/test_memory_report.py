@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from functools import cache
 from pathlib import Path
@@ -81,7 +80,7 @@ def test_large_temporary_rule_names_the_buffer_and_its_line() -> None:
     report = _report("mlp")
     # all-reduce.4's two f32[128,128] results are 16% of the 409,640-byte peak each.
     assert not large_temporary(report, [], RuleConfig())
-    lowered = dataclasses.replace(RuleConfig(), memory_large_temporary_share_above=0.15)
+    lowered = RuleConfig.from_mapping({"memory_large_temporary_share_above": 0.15})
     findings = large_temporary(report, [], lowered)
     assert {f.name for f in findings} == {"all-reduce.4{0}", "all-reduce.4{1}"}
     assert all(f.source and f.source.endswith("make_fixtures.py:199") for f in findings)
@@ -117,3 +116,35 @@ def test_diff_shows_peak_change_and_new_buffers() -> None:
     # mlp_worse splits W2 by column instead of by row: its local shard is now f32[256,64].
     assert any(line.strip().startswith("appeared: param.2 f32[256,64]") for line in lines)
     assert "Memory peaks per device" in diff_module.render(good, worse)
+
+
+def test_check_budgets_peak_and_headroom() -> None:
+    from profan.report.budget import budget_from_mapping, evaluate
+
+    report = _report("mlp")  # peak 409,640 B per device; cpu entry: 64 GB (approximate)
+
+    def results(table: dict) -> dict[str, bool]:
+        budget = budget_from_mapping({"budget": table}, where="test")
+        return {r.name: r.passed for r in evaluate(report, budget)}
+
+    assert results({"peak_hbm_bytes": 400_000}) == {"peak_hbm": False}
+    assert results({"peak_hbm_bytes": 409_640, "hbm_headroom_min": 0.5}) == {
+        "peak_hbm": True,
+        "hbm_headroom": True,
+    }
+    empty = Report.from_dict({**report.to_dict(), "memory": []})
+    budget = budget_from_mapping({"budget": {"peak_hbm_bytes": 1e9}}, where="test")
+    (result,) = evaluate(empty, budget)
+    assert not result.passed and "no memory figures" in result.message
+
+
+def test_check_command_fails_on_the_memory_budget(tmp_path: Path, capsys) -> None:
+    from profan.cli import main
+
+    toml = tmp_path / "profan.toml"
+    toml.write_text("[budget]\npeak_hbm_bytes = 100000\n")
+    assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 1
+    out = capsys.readouterr().out
+    assert "peak_hbm" in out and "410kB" in out
+    toml.write_text("[budget]\npeak_hbm_bytes = 'big'\n")
+    assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 2

@@ -8,6 +8,8 @@
     exposed_comm_s = 0.002        # exposed communication per step, per device, at most
     exposed_comm_share = 0.10     # ... as a share of the busy span
     max_suspicious = 10           # findings of the rules at most
+    peak_hbm_bytes = 60e9         # every program's memory peak per device at most
+    hbm_headroom_min = 0.10       # ... leaving at least this share of the chip's memory free
 
     [[budget.ops]]                # per-op or per-scope limits; match = glob on key/name/scope
     match = "*dot_general*"
@@ -40,6 +42,7 @@ import msgspec
 
 from profan.report.config import NonNegative, RuleConfig, convert, read_toml
 from profan.report.format import percent, seconds
+from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
 
 _STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
@@ -62,6 +65,8 @@ class BudgetTable(msgspec.Struct, **_STRUCT):
     exposed_comm_share: NonNegative | None = None
     max_suspicious: Annotated[int, msgspec.Meta(ge=0)] | None = None
     ops: tuple[OpBudget, ...] = ()
+    peak_hbm_bytes: NonNegative | None = None  # largest program memory peak per device
+    hbm_headroom_min: NonNegative | None = None  # share of the chip's memory left free
 
 
 class BaselineTable(msgspec.Struct, **_STRUCT):
@@ -99,6 +104,8 @@ class Budget(msgspec.Struct, **_STRUCT):
     exposed_comm_s: float | None = None
     exposed_comm_share: float | None = None
     max_suspicious: int | None = None
+    peak_hbm_bytes: float | None = None
+    hbm_headroom_min: float | None = None
     ops: tuple[OpBudget, ...] = ()
     step_time_tolerance: float = 0.10
     op_time_tolerance: float = 0.50
@@ -205,6 +212,10 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                 f"{count} suspicious findings (budget {int(budget.max_suspicious)})",
             )
         )
+    for name, passed, message, source in memory_checks(
+        report, budget.peak_hbm_bytes, budget.hbm_headroom_min
+    ):
+        results.append(CheckResult(name, passed, message, source))
     for op_budget in budget.ops:
         chosen = [op for op in report.ops if _matches(op, op_budget.match)]
         name = f"ops[{op_budget.match}]"

@@ -25,9 +25,6 @@ from profan.trace.profile import Profile
 
 TOP_BUFFERS = 10
 TIMELINE_POINTS = 200
-# Rule thresholds (RuleConfig fields of the same names override them when present).
-NEAR_CAPACITY_ABOVE = 0.90
-LARGE_TEMPORARY_SHARE_ABOVE = 0.25
 
 
 def _timeline(points: list[int], peak_position: int | None) -> list[list[int]]:
@@ -192,13 +189,9 @@ def html_section(report: Report, top: int = 10) -> str:
 # ------------------------------------------------------------------------------ rules
 
 
-def _threshold(config: RuleConfig, name: str, default: float) -> float:
-    return float(getattr(config, name, default))
-
-
 @rule("near-capacity", "a program's memory peak above a share of the chip's memory per device")
 def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
-    limit = _threshold(config, "memory_near_capacity_above", NEAR_CAPACITY_ABOVE)
+    limit = config.memory_near_capacity_above
     findings = []
     for entry in _device(report):
         hbm = entry.get("hbm_bytes")
@@ -223,7 +216,7 @@ def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> l
 
 @rule("large-temporary", "one temporary buffer holding a large share of a program's peak")
 def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
-    share = _threshold(config, "memory_large_temporary_share_above", LARGE_TEMPORARY_SHARE_ABOVE)
+    share = config.memory_large_temporary_share_above
     findings = []
     for entry in _device(report):
         peak = entry["peak_bytes"]
@@ -310,3 +303,59 @@ def diff_lines(a: Report, b: Report) -> list[str]:
                     f"{size(buffer['size_bytes'])}{where}"
                 )
     return lines
+
+
+# ------------------------------------------------------------------------------ budgets
+
+
+def memory_checks(
+    report: Report, peak_hbm_bytes: float | None, hbm_headroom_min: float | None
+) -> list[tuple[str, bool, str, str | None]]:
+    """``[budget] peak_hbm_bytes`` / ``hbm_headroom_min`` as (name, passed, message, source)
+    results for ``profan check``; a budget the report cannot answer fails and says why."""
+    if peak_hbm_bytes is None and hbm_headroom_min is None:
+        return []
+    device = _device(report)
+    if not device:
+        return [
+            (
+                name,
+                False,
+                "the report has no memory figures (the trace embeds no buffer assignment)",
+                None,
+            )
+            for name, value in (("peak_hbm", peak_hbm_bytes), ("hbm_headroom", hbm_headroom_min))
+            if value is not None
+        ]
+    worst = max(device, key=lambda e: e["peak_bytes"])
+    largest = worst["top_buffers"][0] if worst["top_buffers"] else {}
+    source = largest.get("source")
+    results = []
+    if peak_hbm_bytes is not None:
+        results.append(
+            (
+                "peak_hbm",
+                worst["peak_bytes"] <= peak_hbm_bytes,
+                f"memory peak {size(worst['peak_bytes'])} per device in {worst['module']} "
+                f"(budget {size(peak_hbm_bytes)})",
+                source,
+            )
+        )
+    if hbm_headroom_min is not None:
+        hbm = worst.get("hbm_bytes")
+        if not hbm:
+            results.append(
+                ("hbm_headroom", False, "the chip's memory is unknown (pass --chip NAME)", None)
+            )
+        else:
+            left = (hbm - worst["peak_bytes"]) / hbm
+            results.append(
+                (
+                    "hbm_headroom",
+                    left >= hbm_headroom_min,
+                    f"{percent(left)} of the {size(hbm)} per device left free at "
+                    f"{worst['module']}'s peak (budget at least {percent(hbm_headroom_min)})",
+                    source,
+                )
+            )
+    return results
