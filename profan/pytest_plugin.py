@@ -100,9 +100,11 @@ def _figures(report: Report) -> dict[str, Any]:
 
 def _versions() -> dict[str, str]:
     """Versions of what compiled the program: a baseline records them, a check names changes."""
-    import jax
-    import jaxlib
-
+    try:
+        import jax
+        import jaxlib
+    except ImportError:  # a report made elsewhere, checked where JAX is not installed
+        return {}
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
@@ -115,11 +117,12 @@ def _budget(value: str | Path | Mapping[str, Any] | Budget | None, base: Path) -
     if isinstance(value, str | Path):
         return budgets.load_budget(base / value)
     if isinstance(value, Mapping):
-        from_mapping = getattr(budgets, "budget_from_mapping", None)
-        if from_mapping is None:  # asked of the report package; until then: paths only
-            raise ConfigError("profan check: a budget dict needs profan's budget_from_mapping")
-        return from_mapping(dict(value), where="budget")
-    return value
+        return budgets.budget_from_mapping(value, where="budget dict")
+    if isinstance(value, budgets.Budget):
+        return value
+    raise ConfigError(
+        f"budget must be a profan.toml path, a dict of its tables or a Budget, not {value!r}"
+    )
 
 
 class Profan:
@@ -146,9 +149,13 @@ class Profan:
     def capture(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Report:
         """``profan.capture`` (same arguments); the figures become JUnit properties."""
         from profan.capture import capture
+        from profan.errors import ProfanError
 
         kwargs.setdefault("keep_trace", self._keep_trace())
-        report = capture(fn, *args, **kwargs)
+        try:
+            report = capture(fn, *args, **kwargs)
+        except ProfanError as error:
+            pytest.fail(f"profan.capture: {error}", pytrace=False)
         self.record(report)
         return report
 
@@ -221,32 +228,37 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if marker is None:
         return None
     from profan.capture import Capture
+    from profan.errors import ProfanError
 
-    if marker.args:
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: the profan marker takes keywords only")
+    where = f"@pytest.mark.profan on {pyfuncitem.nodeid}"
     options = dict(marker.kwargs)
-    unknown = set(options) - {"budget", "baseline", "steps", "warmup"}
-    if unknown:
-        raise pytest.UsageError(
-            f"{pyfuncitem.nodeid}: unknown profan marker argument(s) {', '.join(sorted(unknown))}"
+    unknown = sorted(set(options) - {"budget", "baseline", "steps", "warmup"})
+    if marker.args or unknown:
+        pytest.fail(
+            f"{where}: takes the keywords budget, baseline, steps, warmup"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "; got positional arguments"),
+            pytrace=False,
         )
     function = pyfuncitem.obj
     if inspect.iscoroutinefunction(function):
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: the profan marker needs a plain function")
+        pytest.fail(f"{where}: needs a plain (not async) test function", pytrace=False)
     names = inspect.signature(function).parameters
     arguments = {name: value for name, value in pyfuncitem.funcargs.items() if name in names}
     helper = Profan(pyfuncitem, pyfuncitem.config)
-    run = Capture(
-        steps=options.get("steps", 3),
-        warmup=options.get("warmup", 1),
-        keep_trace=helper._keep_trace(),
-        name=pyfuncitem.name,
-    )
-    with run:
-        for _ in range(run.warmup + run.steps):
-            with run.step(wait=()):
-                # wait for what the body returns, else for every live array
-                run.block(function(**arguments))
+    try:
+        run = Capture(
+            steps=options.get("steps", 3),
+            warmup=options.get("warmup", 1),
+            keep_trace=helper._keep_trace(),
+            name=pyfuncitem.name,
+        )
+        with run:
+            for _ in range(run.warmup + run.steps):
+                with run.step(wait=()):
+                    # wait for what the body returns, else for every live array
+                    run.block(function(**arguments))
+    except ProfanError as error:
+        pytest.fail(f"{where}: {error}", pytrace=False)
     assert run.report is not None
     helper.record(run.report)
     helper.check(run.report, budget=options.get("budget"), baseline=options.get("baseline"))

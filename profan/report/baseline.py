@@ -30,7 +30,7 @@ from typing import Any
 
 from profan import __version__
 from profan.errors import ConfigError
-from profan.report.budget import CheckResult
+from profan.report.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
 from profan.report.keys import base_name
 from profan.report.model import Report
@@ -55,16 +55,13 @@ class TimePolicy:
     tolerance_min: float = 0.02
 
     @classmethod
-    def from_budget(cls, budget: Any) -> TimePolicy:
-        """The policy a ``Budget`` carries (defaults for the fields it does not have)."""
-        default = cls()
-        gate = getattr(budget, "time_gate", default.gate)
-        if gate is True or gate is False:
-            gate = "on" if gate else "off"
+    def from_budget(cls, budget: Budget) -> TimePolicy:
+        """The policy of a ``Budget``'s ``[baseline]`` table."""
+        gate = budget.time_gate
         return cls(
-            gate=str(gate),
-            noise_factor=float(getattr(budget, "time_noise_factor", default.noise_factor)),
-            tolerance_min=float(getattr(budget, "time_tolerance_min", default.tolerance_min)),
+            gate=gate if isinstance(gate, str) else ("on" if gate else "off"),
+            noise_factor=float(budget.time_noise_factor),
+            tolerance_min=float(budget.time_tolerance_min),
         )
 
     def gates(self, device_kind: str) -> bool:
