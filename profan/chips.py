@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,8 +171,9 @@ class Chip:
         """The peak of one device for a dot/convolution with ``dtype`` operands.
 
         ``precision``: the operand precisions (``DEFAULT``/``HIGH``/``HIGHEST``, one or one per
-        operand; the highest counts, as XLA does); ``algorithm``: a dot algorithm
-        (``ALG_DOT_BF16_BF16_F32_X3`` or ``dot_bf16_bf16_f32_x3``), which wins when set.
+        operand, or the HLO text ``{highest,highest}``; the highest counts, as XLA does);
+        ``algorithm``: a dot algorithm (``ALG_DOT_BF16_BF16_F32_X3`` or
+        ``dot_bf16_bf16_f32_x3``, also accepted as the precision text), which wins when set.
         """
         return peak_for(self, dtype, precision, algorithm)
 
@@ -263,12 +265,16 @@ def normalise_dtype(dtype: str) -> str:
 # ------------------------------------------------------------------------ precision-aware peak
 
 
-def _precision_level(precision: str | typing.Sequence[str] | None) -> int:
+def _precision_words(precision: str | typing.Sequence[str] | None) -> list[str]:
+    """``"{highest,highest}"``, ``"HIGHEST"`` or ``["DEFAULT", "HIGHEST"]`` as upper-case words."""
     if precision is None:
-        return 0
+        return []
     values = [precision] if isinstance(precision, str) else list(precision)
-    levels = [PRECISION_LEVELS.get(str(value).strip().upper(), 0) for value in values]
-    return max(levels, default=0)
+    return [word.upper() for value in values for word in re.findall(r"[A-Za-z0-9_]+", str(value))]
+
+
+def _precision_level(words: list[str]) -> int:
+    return max((PRECISION_LEVELS.get(word, 0) for word in words), default=0)
 
 
 def _algorithm_rate(algorithm: str) -> tuple[str, int] | None:
@@ -321,13 +327,16 @@ def peak_for(
     rate = {"c64": "f32", "c128": "f64"}.get(operand, operand)
     passes = 1
     why: list[str] = []
+    words = _precision_words(precision)
+    if algorithm is None:  # an algorithm given in the precision text (``dot_bf16_bf16_f32_x3``)
+        algorithm = next((w for w in words if w.startswith(("DOT_", "ALG_DOT_"))), None)
     chosen = _algorithm_rate(algorithm) if algorithm else None
     vendor = (chip.vendor or "").upper()
     if chosen is not None:
         rate, passes = chosen
         why.append(f"dot algorithm {algorithm}")
     elif rate == "f32":
-        level = _precision_level(precision)
+        level = _precision_level(words)
         level_name = {0: "DEFAULT", 1: "HIGH", 2: "HIGHEST"}[level]
         if chip.kind == "TPU":
             rate, passes = "bf16", TPU_F32_PASSES[level]

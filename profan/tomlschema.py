@@ -21,6 +21,8 @@ from profan.errors import ConfigError
 
 T = TypeVar("T")
 
+_NOUNS = {"float": "a number", "int": "a whole number", "str": "a string",
+          "bool": "true or false", "object": "a table", "array": "a list"}  # fmt: skip
 _MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
 _STEP = re.compile(r"\.(\w[\w\-]*)|\[(\d+|\.\.\.)\]")
 
@@ -73,13 +75,13 @@ def explain(message: str, root: Any, key: str) -> str:
         choices = _literal_choices(_key_type(target) if in_key else target)
         hint = f" (allowed: {', '.join(choices)})" if choices else ""
         return f"{where}: {enum.group(1)} is not allowed{hint}"
-    expected = re.match(r"Expected `(\w+)`(?:, got `(\w+)`)?(.*)", what)
+    expected = re.match(r"Expected `([\w |]+)`(?:, got `(\w+)`)?(.*)", what)
     if expected:
         wanted, got, bound = expected.groups()
-        noun = {"float": "a number", "int": "a whole number", "str": "a string",
-                "bool": "true or false", "object": "a table", "array": "a list"}  # fmt: skip
-        text = f"{where}: must be {noun.get(wanted, wanted)}{bound.replace('.0', '')}"
-        return text + (f", got {noun.get(got, got)}" if got else "")
+        names = [name.strip() for name in wanted.split("|") if name.strip() != "null"]
+        text = f"{where}: must be {' or '.join(_NOUNS.get(n, n) for n in names)}"
+        text += bound.replace(".0", "")
+        return text + (f", got {_NOUNS.get(got, got)}" if got else "")
     return f"{where}: {what}"
 
 
@@ -123,9 +125,22 @@ def _key_type(annotation: Any) -> Any:
 
 
 def _literal_choices(annotation: Any) -> list[str]:
+    """The values a field allows: its Literal values (through unions and lists), bool's."""
     annotation = _strip(annotation)
-    if typing.get_origin(annotation) in (list, tuple, set, frozenset):
-        annotation = _strip(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) is typing.Literal:
-        return [str(choice) for choice in typing.get_args(annotation)]
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return _literal_choices(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        choices: list[str] = []
+        for member in typing.get_args(annotation):
+            choices += [c for c in _literal_choices(member) if c not in choices]
+        return choices
+    if origin is typing.Literal:
+        return [_toml_text(choice) for choice in typing.get_args(annotation)]
+    if annotation is bool:
+        return ["true", "false"]
     return []
+
+
+def _toml_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

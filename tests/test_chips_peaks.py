@@ -43,6 +43,10 @@ def test_tpu_highest_operand_precision_wins_and_algorithms_name_their_passes() -
     assert x3.flops_per_s == pytest.approx(1.97e14 / 3) and "x3" in x3.source
     assert v5e.peak_flops_per_s("f32", algorithm="ALG_DOT_BF16_BF16_F32_X6").divisor == 6
     assert v5e.peak_flops_per_s("f32", algorithm="ALG_UNSET").divisor == 1  # unset = precision
+    # the HLO attribute text as printed: operand_precision={highest,highest}, algorithm=...
+    assert v5e.peak_flops_per_s("f32", "{highest,highest}").divisor == 6
+    assert v5e.peak_flops_per_s("f32", "{default,high}").divisor == 3
+    assert v5e.peak_flops_per_s("f32", "dot_bf16_bf16_f32_x3").divisor == 3
 
 
 def test_tpu_bf16_int8_fp8_and_complex() -> None:
