@@ -1,0 +1,192 @@
+"""The program's own device mesh, where the program carries one: axis names, sizes, device order.
+
+JAX and Shardy write the mesh a program was written against into its HLO in a few places:
+
+* the module's ``frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["data"=4, "model"=2]>}}``
+  (Shardy; JAX writes it into the module before optimisations, and XLA keeps it on some
+  optimised modules); a mesh may list ``device_ids=[…]`` when its device order is not the
+  identity;
+* shardings in the mesh form, ``sharding={mesh['data'=4,'model'=2], [{'data'}, {}]}``.
+
+XLA also prints replica groups and shardings in the mesh form when the program gave it no names,
+with names it makes up (``mesh['axis_0'=4,'axis_1'=2] {'axis_1'}``, one ``axis_N`` per dim of the
+tile assignment); those are not the program's names and are ignored here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from profan.errors import HloSyntaxError
+from profan.hlo.devices import MeshSpec, decode_sharding
+from profan.hlo.mlir_attributes import decode_attribute_dict
+from profan.hlo.model import Module
+from profan.hlo.text import unquote
+
+SDY_MESHES_KEY = "xla.sdy.meshes"
+
+# Names XLA invents when it prints device lists in the mesh form without the program's names.
+_GENERATED_NAME = re.compile(r"^axis_\d+$")
+_SDY_MESH = re.compile(
+    r"^#sdy\.mesh<\s*\[(?P<axes>[^\]]*)\]\s*(?:,\s*device_ids\s*=\s*\[(?P<ids>[^\]]*)\]\s*)?>$"
+)
+_SDY_AXIS = re.compile(r'\s*"((?:[^"\\]|\\.)+)"\s*=\s*(\d+)\s*(?:,|$)')
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramMesh:
+    """A mesh the program names: ``spec`` (axis names, sizes, device ids row-major over the axes)
+    and where it was read."""
+
+    spec: MeshSpec
+    source: str
+
+    @property
+    def axes(self) -> list[tuple[str, int, int]]:
+        """``(name, size, stride)`` of each axis of size > 1, major first; the stride counts
+        positions in the row-major device order."""
+        found: list[tuple[str, int, int]] = []
+        stride = self.spec.num_devices
+        for name, size in zip(self.spec.axis_names, self.spec.axis_sizes, strict=True):
+            stride //= size
+            if size > 1:
+                found.append((name, size, stride))
+        return found
+
+
+def decode_sdy_mesh(text: str) -> MeshSpec | None:
+    """``#sdy.mesh<["a"=2, "b"=4], device_ids=[…]>`` as a :class:`MeshSpec`; ``None`` when the
+    text is not that form or is inconsistent (ids that are not a permutation of the mesh)."""
+    match = _SDY_MESH.match(text.strip())
+    if match is None:
+        return None
+    names: list[str] = []
+    sizes: list[int] = []
+    axes_text = match.group("axes").strip()
+    position = 0
+    while position < len(axes_text):
+        axis = _SDY_AXIS.match(axes_text, position)
+        if axis is None:
+            return None
+        names.append(unquote(f'"{axis.group(1)}"'))
+        sizes.append(int(axis.group(2)))
+        position = axis.end()
+    total = math.prod(sizes)
+    if match.group("ids") is None:
+        ids = list(range(total))
+    else:
+        try:
+            ids = [int(item) for item in match.group("ids").split(",") if item.strip()]
+        except ValueError:
+            return None
+    if len(set(names)) != len(names) or any(size <= 0 for size in sizes):
+        return None
+    if sorted(ids) != list(range(total)):
+        return None
+    return MeshSpec(tuple(names), tuple(sizes), tuple(ids))
+
+
+def frontend_attribute(text: str | None, key: str) -> str | None:
+    """The value of ``key`` in a ``frontend_attributes={…}`` value, unquoted; ``None`` when absent.
+
+    XLA prints each value as a quoted string (``key="{…}"``) or, in hand-written modules, as bare
+    text that may hold balanced braces (``key={mesh = …}``).
+    """
+    if not text:
+        return None
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    position = 0
+    while position < len(body):
+        equals = body.find("=", position)
+        if equals < 0:
+            return None
+        name = body[position:equals].strip().lstrip(",").strip()
+        value_end = _value_end(body, equals + 1)
+        value = body[equals + 1 : value_end].strip()
+        if name == key:
+            return unquote(value) if value.startswith('"') else value
+        position = value_end + 1
+    return None
+
+
+def _value_end(text: str, start: int) -> int:
+    """Index just past a value starting at ``start``: a quoted string, or text up to the next
+    comma outside braces and quotes."""
+    depth = 0
+    position = start
+    quoted = False
+    while position < len(text):
+        char = text[position]
+        if quoted:
+            if char == "\\":
+                position += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "{[<(":
+            depth += 1
+        elif char in "}]>)":
+            depth -= 1
+        elif char == "," and depth <= 0:
+            return position
+        position += 1
+    return position
+
+
+def _is_named(spec: MeshSpec) -> bool:
+    return any(size > 1 for size in spec.axis_sizes) and not all(
+        _GENERATED_NAME.match(name) for name in spec.axis_names
+    )
+
+
+def _sdy_meshes(module: Module) -> list[ProgramMesh]:
+    value = frontend_attribute(module.attributes.get("frontend_attributes"), SDY_MESHES_KEY)
+    if not value:
+        return []
+    entries = decode_attribute_dict(value) or {}
+    found: list[ProgramMesh] = []
+    for mesh_name, text in entries.items():
+        spec = decode_sdy_mesh(text) if isinstance(text, str) else None
+        if spec is not None and _is_named(spec):
+            found.append(ProgramMesh(spec, f"{SDY_MESHES_KEY} ({mesh_name}) of the module"))
+    return found
+
+
+def _sharding_meshes(module: Module) -> list[ProgramMesh]:
+    found: list[ProgramMesh] = []
+    seen: set[MeshSpec] = set()
+    for instruction in module.instructions():
+        text = instruction.attributes.get("sharding")
+        if not text or "mesh" not in text:
+            continue
+        try:
+            sharding = decode_sharding(text)
+        except HloSyntaxError:
+            continue
+        for element in sharding.elements or (sharding,):
+            spec = element.mesh
+            if spec is not None and spec not in seen and _is_named(spec):
+                seen.add(spec)
+                found.append(ProgramMesh(spec, f"sharding= of {instruction.name}"))
+    return found
+
+
+def program_mesh(module: Module, num_devices: int | None = None) -> ProgramMesh | None:
+    """The mesh the program names, or ``None`` when it names none (or only XLA's ``axis_N``).
+
+    Shardy's ``xla.sdy.meshes`` wins over mesh-form shardings; among several meshes, the first
+    one whose device count is ``num_devices`` (when given), else the one with the most devices.
+    """
+    candidates = _sdy_meshes(module) + _sharding_meshes(module)
+    if not candidates:
+        return None
+    if num_devices is not None:
+        for candidate in candidates:
+            if candidate.spec.num_devices == num_devices:
+                return candidate
+    return max(candidates, key=lambda c: c.spec.num_devices)
