@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from profan.hlo.graph import ModuleGraph
 from profan.hlo.model import Computation, Instruction, Module, Shape
 from profan.hlo.opcodes import (
     BOOKKEEPING_OPCODES,
@@ -120,16 +121,9 @@ def _is_host_shape(shape: Shape | None) -> bool:
 
 
 def _operand_shapes(instruction: Instruction, module: Module | None) -> list[Shape]:
-    shapes: list[Shape] = []
-    owner = _computation(module, instruction.computation) if instruction.computation else None
-    for operand in instruction.operands:
-        if operand.shape is not None:
-            shapes.append(operand.shape)
-        elif owner is not None:
-            source = owner.get(operand.name)
-            if source is not None:
-                shapes.append(source.shape)
-    return shapes
+    """The operands' shapes that the text or the module knows."""
+    shapes = ModuleGraph(module).operand_shapes(instruction)
+    return [shape for shape in shapes if shape is not None]
 
 
 # --- the body of a fusion ----------------------------------------------------------------------

@@ -3,7 +3,9 @@ and the parallelism strategies they add up to."""
 
 from __future__ import annotations
 
-from profan.hlo.model import Module
+from profan.errors import HloSyntaxError
+from profan.hlo.devices import decode_sharding
+from profan.hlo.model import Instruction, Module
 from profan.hlo.opcodes import CONTROL_FLOW_OPCODES
 from profan.hlo.views import called_computations
 from profan.sharding.evidence import add_collective_evidence
@@ -47,4 +49,34 @@ def describe(module: Module, program: ProgramMesh | None = None) -> ShardingRepo
         matmuls=propagator.matmuls,
         strategies=strategies(module, mesh, propagator.matmuls),
         notes=propagator.notes,
+        global_shapes=annotated_global_shapes(module),
     )
+
+
+def annotated_global_shape(instruction: Instruction) -> str | None:
+    """The global shape of an array output whose ``sharding=`` tiles it (per-device dims × tiles
+    per dim, ``f32[64,128]``); ``None`` when it has no such sharding or the tiles do not change
+    the shape."""
+    text = instruction.attributes.get("sharding")
+    shape = instruction.shape
+    if not text or not shape.is_array:
+        return None
+    try:
+        tiles = decode_sharding(text).data_tile_dims
+    except HloSyntaxError:
+        return None
+    if len(tiles) < len(shape.dims):
+        return None
+    scaled = [size * count for size, count in zip(shape.dims, tiles, strict=False)]
+    if scaled == list(shape.dims):
+        return None
+    return f"{shape.dtype}[{','.join(str(size) for size in scaled)}]"
+
+
+def annotated_global_shapes(module: Module) -> dict[str, str]:
+    """``annotated_global_shape`` of every instruction that has one, by name (first wins)."""
+    found: dict[str, str] = {}
+    for instruction in module.instructions():
+        if instruction.name not in found and (shape := annotated_global_shape(instruction)):
+            found[instruction.name] = shape
+    return found

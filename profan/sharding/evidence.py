@@ -9,6 +9,7 @@ split of a contraction that no sharding annotation reached.
 from __future__ import annotations
 
 from profan.attribute import classify
+from profan.hlo.graph import ModuleGraph
 from profan.hlo.model import Instruction, Module
 from profan.hlo.opcodes import collective_kind
 from profan.sharding.mesh import Mesh
@@ -25,20 +26,18 @@ HOPS = 4
 
 
 class _Graph:
-    """Who uses what, per computation, built once (modules reach 50,000 instructions)."""
+    """Who uses what (``profan.hlo.graph``), where each instruction lives, and categories,
+    built once (modules reach 50,000 instructions)."""
 
     def __init__(self, module: Module) -> None:
         self.module = module
+        self.graph = ModuleGraph(module)
         self.where: dict[str, str] = {}
-        self.users: dict[tuple[str, str], list[Instruction]] = {}
         self.by_name: dict[tuple[str, str], Instruction] = {}
         for computation in module.computations:
             for instruction in computation.instructions:
                 self.where.setdefault(instruction.name, computation.name)
                 self.by_name[(computation.name, instruction.name)] = instruction
-                for operand in instruction.operands:
-                    key = (computation.name, operand.name.lstrip("%"))
-                    self.users.setdefault(key, []).append(instruction)
         self.labels: dict[int, str] = {}
 
     def category(self, instruction: Instruction) -> str:
@@ -54,7 +53,9 @@ class _Graph:
         for _ in range(HOPS):
             following: list[str] = []
             for current in frontier:
-                for user in self.users.get((computation, current), []):
+                instruction = self.by_name.get((computation, current))
+                users = self.graph.users(instruction) if instruction is not None else []
+                for user in users:
                     if self.category(user) == "collective":
                         found.append(user)
                     elif user.opcode in _PASS_THROUGH:

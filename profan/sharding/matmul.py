@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from profan.attribute import is_backward, scope_of
-from profan.sharding.attributes import int_list
+from profan.hlo.views import int_list_attribute
 from profan.sharding.model import MatmulSharding
 from profan.sharding.splits import (
     UNKNOWN,
@@ -33,10 +33,10 @@ def dot(propagator: Propagator, site: Site) -> ValueSplit:
     rhs_shape = propagator.operand_shape(instruction, 1)
     if lhs_shape is None or rhs_shape is None:
         return unknown(shape)
-    lb = int_list(instruction, "lhs_batch_dims")
-    rb = int_list(instruction, "rhs_batch_dims")
-    lc = int_list(instruction, "lhs_contracting_dims")
-    rc = int_list(instruction, "rhs_contracting_dims")
+    lb = int_list_attribute(instruction, "lhs_batch_dims")
+    rb = int_list_attribute(instruction, "rhs_batch_dims")
+    lc = int_list_attribute(instruction, "lhs_contracting_dims")
+    rc = int_list_attribute(instruction, "rhs_contracting_dims")
     lhs_dims = dims_or_unknown(lhs, len(lhs_shape.dims))
     rhs_dims = dims_or_unknown(rhs, len(rhs_shape.dims))
     if (

@@ -24,15 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import (
-    decode_replica_groups,
-    decode_source_target_pairs,
-    group_problems,
-    iota_devices,
-)
-from profan.hlo.devices import (
-    decode_sharding as decode_sharding_text,
-)
+from profan.hlo.devices import decode_sharding, group_problems, iota_devices
 from profan.hlo.model import Module
 from profan.hlo.opcodes import (
     GROUPED_COLLECTIVE_KINDS,
@@ -40,6 +32,7 @@ from profan.hlo.opcodes import (
     async_role,
     collective_kind,
 )
+from profan.hlo.views import replica_groups, source_target_pairs
 from profan.sharding.program import ProgramMesh, program_mesh
 
 _GENERIC_NAME = re.compile(r"^axis\d+$")
@@ -267,11 +260,9 @@ def _collective_sets(module: Module, num_devices: int) -> list[_DeviceSet]:
         if kind is None or async_role(opcode) == "done":
             continue
         entry = _DeviceSet(instruction.name, instruction.computation, opcode, kind, None)
-        if kind in GROUPED_COLLECTIVE_KINDS and "replica_groups" in instruction.attributes:
+        if kind in GROUPED_COLLECTIVE_KINDS:
             try:
-                groups = decode_replica_groups(
-                    instruction.attributes["replica_groups"], num_devices=num_devices
-                )
+                groups = replica_groups(instruction, num_devices)
             except HloSyntaxError as error:
                 entry.problems.append(f"replica_groups do not decode: {error.message}")
                 sets.append(entry)
@@ -281,7 +272,7 @@ def _collective_sets(module: Module, num_devices: int) -> list[_DeviceSet]:
             sets.append(entry)
         elif kind in PAIRED_COLLECTIVE_KINDS and "source_target_pairs" in instruction.attributes:
             try:
-                pairs = decode_source_target_pairs(instruction.attributes["source_target_pairs"])
+                pairs = source_target_pairs(instruction) or []
             except HloSyntaxError as error:
                 entry.problems.append(f"source_target_pairs do not decode: {error.message}")
                 sets.append(entry)
@@ -302,7 +293,7 @@ def _sharding_sets(module: Module) -> list[_DeviceSet]:
         if not text or ("devices=" not in text and "mesh" not in text):
             continue
         try:
-            sharding = decode_sharding_text(text)
+            sharding = decode_sharding(text)
         except HloSyntaxError:
             continue
         for element in sharding.elements or (sharding,):

@@ -86,6 +86,8 @@ class ShardingReport:
     matmuls: list[MatmulSharding]
     strategies: list[StrategyLabel]
     notes: list[str] = field(default_factory=list)
+    # Instruction name -> global shape (``f32[64,128]``) of outputs whose sharding= splits them.
+    global_shapes: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,4 +97,5 @@ class ShardingReport:
             "matmuls": [m.to_dict() for m in self.matmuls],
             "strategies": [s.to_dict() for s in self.strategies],
             "notes": self.notes,
+            "global_shapes": self.global_shapes,
         }

@@ -6,7 +6,8 @@ JAX and Shardy write the mesh a program was written against into its HLO in a fe
   (Shardy; JAX writes it into the module before optimisations, and XLA keeps it on some
   optimised modules); a mesh may list ``device_ids=[…]`` when its device order is not the
   identity;
-* shardings in the mesh form, ``sharding={mesh['data'=4,'model'=2], [{'data'}, {}]}``.
+* shardings in the mesh form, ``sharding={mesh['data'=4,'model'=2], [{'data'}, {}]}``;
+* replica groups in the mesh form, ``replica_groups=mesh['data'=4,'model'=2] {'data'}``.
 
 XLA also prints replica groups and shardings in the mesh form when the program gave it no names,
 with names it makes up (``mesh['axis_0'=4,'axis_1'=2] {'axis_1'}``, one ``axis_N`` per dim of the
@@ -20,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import MeshSpec, decode_sharding
+from profan.hlo.devices import MeshSpec, decode_sharding, replica_groups_mesh
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Module
 from profan.hlo.text import unquote
@@ -176,13 +177,31 @@ def _sharding_meshes(module: Module) -> list[ProgramMesh]:
     return found
 
 
+def _replica_group_meshes(module: Module) -> list[ProgramMesh]:
+    found: list[ProgramMesh] = []
+    seen: set[MeshSpec] = set()
+    for instruction in module.instructions():
+        text = instruction.attributes.get("replica_groups")
+        if not text or "mesh" not in text:
+            continue
+        try:
+            spec = replica_groups_mesh(text)
+        except HloSyntaxError:
+            continue
+        if spec is not None and spec not in seen and _is_named(spec):
+            seen.add(spec)
+            found.append(ProgramMesh(spec, f"replica_groups of {instruction.name}"))
+    return found
+
+
 def program_mesh(module: Module, num_devices: int | None = None) -> ProgramMesh | None:
     """The mesh the program names, or ``None`` when it names none (or only XLA's ``axis_N``).
 
-    Shardy's ``xla.sdy.meshes`` wins over mesh-form shardings; among several meshes, the first
-    one whose device count is ``num_devices`` (when given), else the one with the most devices.
+    Shardy's ``xla.sdy.meshes`` wins over mesh-form shardings, and those over mesh-form replica
+    groups; among several meshes, the first one whose device count is ``num_devices`` (when
+    given), else the one with the most devices.
     """
-    candidates = _sdy_meshes(module) + _sharding_meshes(module)
+    candidates = _sdy_meshes(module) + _sharding_meshes(module) + _replica_group_meshes(module)
     if not candidates:
         return None
     if num_devices is not None:

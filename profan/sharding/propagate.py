@@ -11,16 +11,17 @@ is recorded as a :class:`~profan.sharding.model.MatmulSharding`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from profan.errors import HloSyntaxError
 from profan.hlo.devices import Sharding, decode_sharding
+from profan.hlo.graph import ModuleGraph
 from profan.hlo.model import Computation, Instruction, Module, Shape
 from profan.hlo.opcodes import async_role, collective_kind
-from profan.hlo.views import called_computations
-from profan.sharding.attributes import int_attribute, int_list, slice_ranges
+from profan.hlo.views import called_computations, int_attribute, int_list_attribute
 from profan.sharding.matmul import convolution, dot
 from profan.sharding.mesh import Mesh
 from profan.sharding.model import MatmulSharding
@@ -39,6 +40,16 @@ from profan.sharding.splits import (
 
 # Computations nested deeper than this (fusions in fusions in loops…) are not followed.
 MAX_DEPTH = 16
+
+_SLICE_RANGE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+
+
+def _slice_ranges(instruction: Instruction) -> list[tuple[int, int, int]]:
+    """``slice={[0:4], [2:8:2]}`` → ``[(0, 4, 1), (2, 8, 2)]`` (start, end, stride per dim)."""
+    return [
+        (int(start), int(end), int(stride) if stride else 1)
+        for start, end, stride in _SLICE_RANGE.findall(instruction.attributes.get("slice", ""))
+    ]
 
 
 def _in_range(dims: list[int], rank: int) -> bool:
@@ -79,6 +90,7 @@ class Propagator:
 
     def __init__(self, module: Module, mesh: Mesh) -> None:
         self.module = module
+        self.graph = ModuleGraph(module)
         self.mesh = mesh
         self.axes_by_collective = {c.name: c.axes for c in mesh.collectives}
         self.matmuls: list[MatmulSharding] = []
@@ -118,15 +130,7 @@ class Propagator:
         self.run_computation(computation, params, None)
 
     def operand_shape(self, instruction: Instruction, index: int) -> Shape | None:
-        operand = instruction.operands[index]
-        if operand.shape is not None:
-            return operand.shape
-        try:
-            owner = self.module.computation(instruction.computation or "")
-        except KeyError:
-            return None
-        source = owner.get(operand.name)
-        return source.shape if source is not None else None
+        return self.graph.operand_shape(instruction, index)
 
     # --- shardings --------------------------------------------------------------------------
 
@@ -188,7 +192,7 @@ def _parameter(propagator: Propagator, site: Site) -> ValueSplit:
 
 
 def _get_tuple_element(_propagator: Propagator, site: Site) -> ValueSplit:
-    index = int_attribute(site.instruction, "index")
+    index = int_attribute(site.instruction, "index", 0) or 0
     elements = site.first.elements
     if elements is not None and 0 <= index < len(elements):
         return elements[index]
@@ -254,7 +258,7 @@ def _first(_propagator: Propagator, site: Site) -> ValueSplit:
 
 def _broadcast(_propagator: Propagator, site: Site) -> ValueSplit:
     first, rank = site.first, site.rank
-    mapping = int_list(site.instruction, "dimensions")
+    mapping = int_list_attribute(site.instruction, "dimensions")
     dims = [UNSPLIT_KNOWN if first.known else UNKNOWN for _ in range(rank)]
     for source, target in enumerate(mapping):
         if source < len(first.dims) and 0 <= target < rank:
@@ -264,7 +268,7 @@ def _broadcast(_propagator: Propagator, site: Site) -> ValueSplit:
 
 def _transpose(_propagator: Propagator, site: Site) -> ValueSplit:
     first, rank = site.first, site.rank
-    perm = int_list(site.instruction, "dimensions")
+    perm = int_list_attribute(site.instruction, "dimensions")
     if sorted(perm) == list(range(rank)) and len(first.dims) == rank:
         return ValueSplit(
             dims=tuple(first.dims[p] for p in perm),
@@ -285,7 +289,7 @@ def _reshape(propagator: Propagator, site: Site) -> ValueSplit:
 
 def _reduce(_propagator: Propagator, site: Site) -> ValueSplit:
     first, shape = site.first, site.shape
-    reduced = set(int_list(site.instruction, "dimensions"))
+    reduced = set(int_list_attribute(site.instruction, "dimensions"))
     if shape.is_tuple or not first.dims:
         return unknown(shape)
     kept = tuple(d for i, d in enumerate(first.dims) if i not in reduced)
@@ -345,7 +349,7 @@ def _concatenate(propagator: Propagator, site: Site) -> ValueSplit:
     instruction = site.instruction
     piece = propagator.operand_shape(instruction, 0) if instruction.operands else None
     if piece is not None:
-        along = int_list(instruction, "dimensions")
+        along = int_list_attribute(instruction, "dimensions")
         joined = join_chunks(site.operands, along, piece.dims, site.rank)
         if joined is not None:
             return joined
@@ -365,7 +369,7 @@ def _kept_dims(propagator: Propagator, site: Site) -> ValueSplit:
     )
     chunk = None
     if instruction.opcode == "slice" and source is not None:
-        chunk = slice_chunk(first, source.dims, shape.dims, slice_ranges(instruction))
+        chunk = slice_chunk(first, source.dims, shape.dims, _slice_ranges(instruction))
     return ValueSplit(dims=dims, hidden=first.hidden, chunk=chunk)
 
 
@@ -405,7 +409,7 @@ def _collective_one(
         return value
     partial = tuple(a for a in value.partial if a not in axes)
     dims = list(value.dims)
-    gathered = int_list(instruction, "dimensions")
+    gathered = int_list_attribute(instruction, "dimensions")
     if kind == "all-gather" and gathered and 0 <= gathered[0] < len(dims):
         d = dims[gathered[0]]
         remaining = tuple(a for a in d.axes if a not in axes)
