@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
+from profan.hlo.model import Module
 from profan.hlo.parser import parse_module
-from profan.sharding import describe
+from profan.sharding import describe, program_mesh
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # The CPU programs' fixtures: one program each, with its truth (the GPU groups hold several
@@ -28,6 +29,13 @@ def _load(name: str):
     meta = json.loads((FIXTURES / name / "meta.json").read_text())
     path = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))
     return meta, parse_module(path.read_text(), file=str(path))
+
+
+def _before(name: str, meta: dict) -> Module:
+    """The module JAX handed to XLA (the dump before optimisations), listed in meta.json."""
+    (entry,) = [e for e in meta["hlo_files"] if e["file"].endswith("before_optimizations.txt")]
+    path = FIXTURES / name / entry["file"]
+    return parse_module(path.read_text(), file=str(path))
 
 
 def _truth_groups(meta: dict, axes: tuple[str, ...]) -> set[frozenset[int]]:
@@ -184,3 +192,80 @@ def test_transformer_matmuls_carry_their_scope() -> None:
     )
     truth = Counter((_truth_key(m)[:3], m["scope"]) for m in meta["truth"]["matmuls"])
     assert ours == truth
+
+
+# --- the program's own axis names --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_module_before_optimizations_names_the_recorded_mesh(name: str) -> None:
+    """JAX writes the mesh into the module it hands XLA: names, sizes and device order are the
+    ones the generator recorded from the jax Mesh."""
+    meta, _ = _load(name)
+    program = program_mesh(_before(name, meta))
+    if meta["mesh"] is None:
+        assert program is None
+        return
+    assert program is not None
+    assert list(program.spec.axis_names) == meta["mesh"]["axis_names"]
+    assert list(program.spec.axis_sizes) == meta["mesh"]["axis_sizes"]
+    assert list(program.spec.device_ids) == list(_flatten(meta["mesh"]["device_ids"]))
+    assert "xla.sdy.meshes" in program.source
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "matmul"])
+def test_optimized_module_alone_has_generic_names(name: str) -> None:
+    """The optimised module carries no names of the program's: XLA's mesh forms use made-up
+    ``axis_N`` names, which are not taken for the program's."""
+    meta, module = _load(name)
+    assert program_mesh(module) is None
+    report = describe(module)
+    assert report.mesh.names_from is None
+    assert [a.name for a in report.mesh.axes] == [f"axis{i}" for i in range(len(report.mesh.axes))]
+    assert not set(report.mesh.shape) & set(meta["mesh"]["axis_names"])
+
+
+def test_xla_prints_generated_mesh_names_in_some_optimized_dumps() -> None:
+    """The case the previous test guards: these dumps do print mesh-form groups, with axis_N."""
+    for name in ("fsdp", "transformer", "mlp_worse"):
+        text = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt")).read_text()
+        assert "replica_groups=mesh['axis_0'=" in text, name
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "matmul"])
+def test_collective_axes_carry_the_programs_names(name: str) -> None:
+    """With the program's mesh, every collective's axes are the recorded mesh's own names: the
+    axes along which its groups vary, computed from meta.json's device ids (no mapping)."""
+    meta, module = _load(name)
+    report = describe(module, program_mesh(_before(name, meta)))
+    sizes = dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))
+    assert report.mesh.shape == {a: s for a, s in sizes.items() if s > 1}
+    assert report.mesh.names_from is not None
+    by_name = {c.name: c for c in report.collectives}
+    for entry in meta["hlo_collectives"]:
+        ours = by_name[entry["name"]]
+        assert ours.axes is not None, ours.reason
+        text = entry["groups"].split("=", 1)[1]
+        if entry["groups"].startswith("source_target_pairs"):
+            continue  # pairs: checked through the truth collectives below
+        groups = decode_replica_groups(text, num_devices=meta["device_count"])
+        assert set(ours.axes) == set(_truth_axes_of(meta, groups)), entry["name"]
+    found = Counter((c.kind, frozenset(c.axes or ())) for c in report.collectives)
+    for truth in meta["truth"]["collectives"]:
+        assert found[(truth["kind"], frozenset(truth["axes"]))] > 0, truth
+    # Matmul splits and strategies read the same names.
+    split_axes = {a for m in report.matmuls for axes in m.lhs_split.values() for a in axes}
+    assert split_axes <= set(sizes)
+    assert {a for s in report.strategies for a in s.axes} <= set(sizes)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "matmul"])
+def test_the_module_before_optimizations_is_described_with_its_names(name: str) -> None:
+    """Described on its own, the module JAX handed XLA (shardings, no collectives yet) names
+    its axes; each named axis's device groups are the recorded mesh's along that name."""
+    meta, _ = _load(name)
+    report = describe(_before(name, meta))
+    assert report.mesh.names_from is not None
+    for axis in report.mesh.axes:
+        ours = {frozenset(g) for g in report.mesh.groups_along([axis.name])}
+        assert ours == _truth_groups(meta, (axis.name,)), axis
