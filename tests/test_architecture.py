@@ -26,7 +26,6 @@ MAX_LINES = 600
 LONG_FILES: dict[str, str] = {
     "profan/hlo/devices.py": "hlo: being split (issue 9)",
     "profan/hlo/parser.py": "hlo: being split (issue 9)",
-    "profan/sharding.py": "sharding: becoming profan/sharding/ (issue 9)",
     "profan/trace/hloproto.py": "trace: being split (issue 9)",
     "profan/trace/xplane.py": "trace: being split (issue 9)",
 }
