@@ -21,7 +21,7 @@ def _module(path: Path):
 
 
 def _fixture_module(fixtures_dir: Path, name: str):
-    files = sorted((fixtures_dir / name / "hlo").glob("module_*.txt"))
+    files = sorted((fixtures_dir / name / "hlo").glob("module_*after_optimizations.txt"))
     assert files, f"fixture {name} has no HLO dump"
     return _module(files[0])
 
