@@ -245,7 +245,7 @@ def test_rule_config_from_toml_table() -> None:
 
     config = RuleConfig.from_mapping({"efficiency_below": 0.3, "disabled": ["idle-gaps"]})
     assert config.efficiency_below == 0.3 and config.disabled == ("idle-gaps",)
-    with pytest.raises(ConfigError, match="unknown rule setting"):
+    with pytest.raises(ConfigError, match="rules: unknown field 'efficiency'"):
         RuleConfig.from_mapping({"efficiency": 0.3})
-    with pytest.raises(ConfigError, match="must be a number"):
+    with pytest.raises(ConfigError, match=r"rules\.efficiency_below: must be a number"):
         RuleConfig.from_mapping({"efficiency_below": "low"})

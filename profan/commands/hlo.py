@@ -21,6 +21,7 @@ from profan.hlo.opcodes import (
 )
 from profan.hlo.printer import type_text
 from profan.roofline import score_module
+from profan.sharding import describe
 
 HELP = "parse an HLO text dump and summarise it: computations, ops by opcode, collectives"
 
@@ -108,7 +109,7 @@ def summarise(module: Module) -> dict[str, Any]:
 
 def roofline_table(module: Module, chip: str) -> pd.DataFrame:
     """Compile-time roofline of every op (``profan.roofline.score_module``)."""
-    return score_module(module, chip)
+    return score_module(module, chip, sharding=describe(module))
 
 
 def _print_text(summary: dict[str, Any]) -> None:

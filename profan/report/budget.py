@@ -40,10 +40,12 @@ from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
-from profan.report.config import NonNegative, RuleConfig, convert, read_toml
+from profan.errors import ConfigError
+from profan.report.config import NonNegative, RuleConfig
 from profan.report.format import percent, seconds
 from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
+from profan.tomlschema import convert, read_toml
 
 _STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
@@ -86,15 +88,6 @@ class BaselineTable(msgspec.Struct, **_STRUCT):
     time_tolerance_min: NonNegative = 0.02
 
 
-class ProfanToml(msgspec.Struct, **_STRUCT):
-    """The whole ``profan.toml``."""
-
-    budget: BudgetTable = BudgetTable()
-    baseline: BaselineTable = BaselineTable()
-    rules: RuleConfig = RuleConfig()
-    tool: dict[str, Any] = {}  # other tools' settings, ignored
-
-
 class Budget(msgspec.Struct, **_STRUCT):
     """Everything ``profan check`` checks a report against: ``[budget]`` and ``[baseline]`` of
     ``profan.toml`` side by side (see their tables for each field), and ``[rules]``."""
@@ -119,22 +112,29 @@ class Budget(msgspec.Struct, **_STRUCT):
     rules: RuleConfig = RuleConfig()
 
 
+_TABLES = ("budget", "baseline", "rules", "tool")  # ``tool``: other tools' settings, ignored
+
+
 def budget_from_mapping(data: Mapping[str, Any], *, where: str) -> Budget:
     """A ``Budget`` from a ``profan.toml``'s tables (as read from TOML, or written as a dict);
-    errors name ``where``, the table and the key."""
-    tables = dict(data)
-    if isinstance(tables.get("rules"), Mapping):  # ``a-b`` spells ``a_b`` there
-        tables["rules"] = {k.replace("-", "_"): v for k, v in tables["rules"].items()}
-    parsed = convert(tables, ProfanToml, where=where)
+    errors name ``where`` (the file), the key and what it allows."""
+    unknown = sorted(set(data) - set(_TABLES))
+    if unknown:
+        raise ConfigError(f"{where}: unknown table {unknown[0]!r} (allowed: {', '.join(_TABLES)})")
+    budget = convert(data.get("budget", {}), BudgetTable, origin=where, key="budget")
+    baseline = convert(data.get("baseline", {}), BaselineTable, origin=where, key="baseline")
+    rules = data.get("rules", {})
+    if not isinstance(rules, Mapping):
+        raise ConfigError(f"{where}: rules: must be a table")
     return Budget(
-        **msgspec.structs.asdict(parsed.budget),
-        **msgspec.structs.asdict(parsed.baseline),
-        rules=parsed.rules,
+        **msgspec.structs.asdict(budget),
+        **msgspec.structs.asdict(baseline),
+        rules=RuleConfig.from_mapping(rules, origin=where),
     )
 
 
 def load_budget(path: str | Path) -> Budget:
-    return budget_from_mapping(read_toml(path, "budget"), where=str(path))
+    return budget_from_mapping(read_toml(path, what="the budget"), where=str(path))
 
 
 # --------------------------------------------------------------------------------------------

@@ -133,7 +133,6 @@ def _entries(
             matmul_tables[module_key] = matmuls_by_name(analysis.shardings.get(module_key))
         name = str(record["name"])
         matmul = matmul_tables[module_key].get(name)
-        global_shape = _text(record.get("global_shape"))
         efficiency = _optional(record.get("efficiency"))
         entry = OpEntry(
             key=key_of[index],
@@ -154,13 +153,7 @@ def _entries(
             efficiency=efficiency,
             scope=_text(record.get("scope")) or _text(record.get("op_path")),
             collective=_collective(record.get("collective")),
-            global_shapes=(
-                matmul_global_shapes(matmul)
-                if matmul is not None
-                else [global_shape]
-                if global_shape
-                else []
-            ),
+            global_shapes=matmul_global_shapes(matmul) if matmul is not None else [],
             splits=matmul_splits(matmul) if matmul is not None else None,
             shape=_text(record.get("shape")),
             source=_text(record.get("source")),

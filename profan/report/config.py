@@ -1,23 +1,19 @@
-"""``profan.toml``: thresholds of the rules (``[rules]``), read as typed msgspec structs.
+"""``profan.toml``: thresholds of the rules (``[rules]``), a typed msgspec struct.
 
-Every table forbids unknown keys.  A file that does not fit its types is a ``ConfigError`` that
-names the file, the table and key, and what is allowed there (exit code 2).  The budget and
-baseline tables are in ``profan.report.budget``; both use ``read_toml`` and ``convert`` here.
+Unknown keys are errors.  A file that does not fit its types is a ``ConfigError`` naming the
+file, the key and what is allowed there (``profan.tomlschema``; exit code 2).  The budget and
+baseline tables are in ``profan.report.budget``.
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 
-from profan.errors import ConfigError
+from profan.tomlschema import convert, read_toml
 
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
@@ -57,142 +53,15 @@ class RuleConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     disabled: tuple[str, ...] = ()
 
     @classmethod
-    def from_mapping(cls, table: Mapping[str, Any], *, where: str = "[rules]") -> RuleConfig:
+    def from_mapping(cls, table: Mapping[str, Any], *, origin: str = "profan.toml") -> RuleConfig:
         """The thresholds of a ``[rules]`` table (``a-b`` and ``a_b`` spell the same key)."""
-        return convert({k.replace("-", "_"): v for k, v in table.items()}, cls, where=where)
-
-
-def read_toml(path: str | Path, what: str = "configuration") -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} file not found") from None
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{path}: not a valid TOML file: {error}") from None
+        fields = {k.replace("-", "_"): v for k, v in table.items()}
+        return convert(fields, cls, origin=origin, key="rules")
 
 
 def load_rule_config(path: str | Path | None) -> RuleConfig:
     """``[rules]`` of a ``profan.toml`` (defaults without a file)."""
     if path is None:
         return RuleConfig()
-    return RuleConfig.from_mapping(read_toml(path).get("rules", {}), where=f"{path} [rules]")
-
-
-# --------------------------------------------------------------------------- error messages
-
-T = typing.TypeVar("T")
-_MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
-_PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
-
-
-def convert(data: Any, kind: type[T], *, where: str) -> T:
-    """``data`` as ``kind`` (a msgspec struct), or a ConfigError naming ``where`` (the file, or
-    the file and table), the key, and what the key allows."""
-    try:
-        return msgspec.convert(data, kind)
-    except msgspec.ValidationError as error:
-        raise ConfigError(_explain(str(error), data, kind, where)) from None
-
-
-def _explain(message: str, data: Any, kind: type, where: str) -> str:
-    match = _MESSAGE.match(message)
-    what = match.group("what") if match else message
-    path: list[str | int] = [
-        name if name else int(index)
-        for name, index in _PATH_PART.findall((match and match.group("path")) or "")
-    ]
-    if unknown := re.match(r"Object contains unknown field `(.*)`", what):
-        table = _type_at(kind, path)
-        known = ", ".join(f.name for f in msgspec.structs.fields(table))
-        noun = "rule setting" if table is RuleConfig else "key" if path else "table"
-        return f"{_place(where, path)}: unknown {noun} {unknown.group(1)!r}; known: {known}"
-    if missing := re.match(r"Object missing required field `(.*)`", what):
-        name = missing.group(1)
-        expected = _describe(_field_type(_type_at(kind, path), name))
-        return f"{_place(where, path)}: needs {name} ({expected})"
-    key, value = str(path[-1]) if path else "", _value_at(data, path)
-    if bound := re.match(r"Expected `.*` (>=|<=|>|<) (.*)", what):
-        limit = f"{bound.group(1)} {bound.group(2)}"
-        return f"{_place(where, path[:-1])}: {key} must be {limit}, got {value!r}"
-    expected = _describe(_field_type(_type_at(kind, path[:-1]), key))
-    return f"{_place(where, path[:-1])}: {key} must be {expected}, got {value!r}"
-
-
-def _place(where: str, table_path: list[str | int]) -> str:
-    """``file [budget]``, ``file [[budget.ops]] #2``: where a table of the file is."""
-    names = [p for p in table_path if isinstance(p, str)]
-    if not names:
-        return where
-    if isinstance(table_path[-1], int):
-        return f"{where} [[{'.'.join(names)}]] #{table_path[-1] + 1}"
-    return f"{where} [{'.'.join(names)}]"
-
-
-def _value_at(data: Any, path: list[str | int]) -> Any:
-    for part in path:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
-def _strip(annotation: Any) -> Any:
-    """The type under ``Annotated`` / ``X | None`` / ``tuple[X, ...]`` that holds fields."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation = args[0] if len(args) == 1 else annotation
-            if len(args) != 1:
-                return annotation
-        elif origin in (tuple, list):
-            annotation = typing.get_args(annotation)[0]
-        else:
-            return annotation
-
-
-def _field_type(struct: Any, name: str) -> Any:
-    if not isinstance(struct, type) or not issubclass(struct, msgspec.Struct):
-        return None
-    hints = typing.get_type_hints(struct, include_extras=True)
-    return hints.get(name)
-
-
-def _type_at(kind: Any, path: list[str | int]) -> Any:
-    current = kind
-    for part in path:
-        if isinstance(part, int):
-            continue
-        current = _strip(_field_type(current, part))
-    return current
-
-
-def _describe(annotation: Any) -> str:
-    """What a TOML value of this type looks like, in words."""
-    if annotation is None:
-        return "another value"
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        base, *metadata = typing.get_args(annotation)
-        text = _describe(base)
-        for meta in metadata:
-            if isinstance(meta, msgspec.Meta) and meta.ge is not None:
-                text += f" >= {meta.ge}"
-        return text
-    if origin in (typing.Union, types.UnionType):
-        parts = [_describe(a) for a in typing.get_args(annotation) if a is not type(None)]
-        return " or ".join(parts)
-    if origin is typing.Literal:
-        return " or ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in annotation.__args__)
-    if origin in (tuple, list):
-        return f"a list of {_describe(typing.get_args(annotation)[0]).removeprefix('a ')}s"
-    return {
-        bool: "true or false",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-    }.get(annotation, "a table")
+    tables = read_toml(path, what="the rule configuration")
+    return RuleConfig.from_mapping(tables.get("rules", {}), origin=str(path))

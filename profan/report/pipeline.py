@@ -1,7 +1,7 @@
 """From a trace path to a ``Report``: load, describe sharding, score, build, run the rules.
 
-Each step runs once: the sharding of every module is described once and handed to the report
-builder (and, once ``roofline.score`` takes it, to scoring).
+Each step runs once: the sharding of every module is described once and handed to scoring
+(meshes for the collectives' times) and to the report builder (matmul splits, global shapes).
 """
 
 from __future__ import annotations
@@ -11,17 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-
 import profan
 from profan import chips, roofline, sharding
-from profan.attribute import op_name_of, scope_of
-from profan.cost.bytes import logical_bytes
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.hlo import views
-from profan.hlo.devices import decode_sharding
-from profan.hlo.model import Instruction, Module, Shape
-from profan.hlo.opcodes import base_opcode, collective_kind
 from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
 from profan.report.model import Report
@@ -92,8 +84,7 @@ def analyse(
     progress("describing sharding")
     shardings = describe_shardings(profile)
     progress("scoring")
-    score = roofline.score(profile, _get_chip(chip))
-    _add_op_facts(score, profile, shardings)
+    score = roofline.score(profile, _get_chip(chip), shardings=shardings)
     return Analysis(profile, score, shardings)
 
 
@@ -121,106 +112,3 @@ def read_json_report(path: str | Path) -> Report:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ConfigError(f"{path}: cannot read JSON report: {error}") from None
     return Report.from_dict(data, where=str(path))
-
-
-# --------------------------------------------------------------------------------------------
-# Transitional (contract 3, PLAN.md): the facts ``Score.ops`` is gaining (scope, op_path,
-# position, shape, collective) are filled in here from the HLO until the scorer returns them.
-
-
-def _shape_text(shape: Shape) -> str:
-    if shape.is_tuple:
-        return "(" + ", ".join(_shape_text(s) for s in shape.tuple_shapes) + ")"
-    return f"{shape.dtype}[{','.join(str(d) for d in shape.dims)}]"
-
-
-def _positions(module: Module) -> dict[str, int]:
-    found: dict[str, int] = {}
-    position = 0
-    for computation in module.computations:
-        for instruction in computation.instructions:
-            found.setdefault(instruction.name, position)
-            position += 1
-    return found
-
-
-def _collective_facts(
-    instruction: Instruction, module: Module, sharding_report: ShardingReport | None
-) -> dict | None:
-    kind = collective_kind(instruction.opcode)
-    if kind is None or kind in ("send", "recv"):
-        return None
-    devices = max(module.num_partitions, 1) * max(module.replica_count, 1)
-    size: int | None
-    groups: int | None
-    try:
-        pairs = views.source_target_pairs(instruction)
-        decoded = views.replica_groups(instruction, devices) if pairs is None else None
-    except ProfanError:
-        pairs, decoded = None, None
-    if pairs is not None:
-        size, groups = len(pairs) or None, None
-    elif decoded is None:
-        size, groups = None, None
-    else:
-        size, groups = (len(decoded[0]), len(decoded)) if decoded else (devices, 1)
-    axes = None
-    for collective in sharding_report.collectives if sharding_report is not None else []:
-        if collective.name == instruction.name:
-            axes = collective.axes
-            break
-    return {
-        "kind": base_opcode(instruction.opcode),
-        "group_size": size,
-        "num_groups": groups,
-        "axes": axes,
-        "output_bytes": sum(logical_bytes(leaf) for leaf in instruction.shape.leaves()),
-    }
-
-
-def _global_shape(instruction: Instruction) -> str | None:
-    text = instruction.attributes.get("sharding")
-    shape = instruction.shape
-    if not text or not shape.is_array:
-        return None
-    try:
-        decoded = decode_sharding(text)
-    except ProfanError:
-        return None
-    tiles = decoded.data_tile_dims
-    if len(tiles) < len(shape.dims):
-        return None
-    scaled = [d * t for d, t in zip(shape.dims, tiles, strict=False)]
-    if scaled == list(shape.dims):
-        return None
-    return f"{shape.dtype}[{','.join(str(d) for d in scaled)}]"
-
-
-def _add_op_facts(
-    score: roofline.Score, profile: Profile, shardings: dict[str, ShardingReport]
-) -> None:
-    ops = score.ops
-    if "position" in ops:
-        return  # the scorer returns them
-    columns: dict[str, list] = {
-        k: [] for k in ("scope", "op_path", "position", "shape", "collective", "global_shape")
-    }
-    positions: dict[str, dict[str, int]] = {}
-    for module_key, name in zip(ops["module_key"], ops["name"], strict=True):
-        key = module_key if isinstance(module_key, str) else ""
-        module = profile.modules.get(key) if key else None
-        instruction = profile.instruction(key, str(name)) if module is not None else None
-        if instruction is None or module is None:
-            for values in columns.values():
-                values.append(None)
-            continue
-        if key not in positions:
-            positions[key] = _positions(module)
-        columns["scope"].append(scope_of(instruction))
-        columns["op_path"].append(op_name_of(instruction))
-        columns["position"].append(positions[key].get(instruction.name))
-        columns["shape"].append(_shape_text(instruction.shape))
-        columns["collective"].append(_collective_facts(instruction, module, shardings.get(key)))
-        columns["global_shape"].append(_global_shape(instruction))
-    for name, values in columns.items():
-        ops[name] = pd.Series(values, index=ops.index, dtype=object)
