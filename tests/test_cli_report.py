@@ -203,3 +203,33 @@ def test_report_fits_columns(env: dict[str, str], columns: int) -> None:
         assert key in header.split(), header
     wide = profan({**env, "COLUMNS": "250"}, "report", str(REPO / "fixtures/transformer"))
     assert max(len(line) for line in wide.stdout.splitlines()) > columns
+
+
+def test_check_against_a_per_machine_baseline_file(
+    env: dict[str, str], tmp_path: Path, budget_file: Path
+) -> None:
+    """`--update-baseline` records the mlp profile as its machine's entry; mlp then passes
+    against it and mlp_worse fails on the all-gather its sharding adds."""
+    baseline = tmp_path / "baselines" / "mlp.json"
+    done = profan(
+        env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+        "--baseline", str(baseline), "--update-baseline",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(baseline.read_text())
+    assert recorded["format"] == "profan-baseline" and list(recorded["machines"]) == ["CPU/cpu"]
+    assert f"recorded CPU/cpu in {baseline}" in done.stderr
+
+    same = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+                  "--baseline", str(baseline))  # fmt: skip
+    assert same.returncode == 0, same.stdout + same.stderr
+    worse = profan(env, "check", str(REPO / "fixtures/mlp_worse"), "--budget", str(budget_file),
+                   "--baseline", str(baseline), "--github")  # fmt: skip
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    failed = [line for line in worse.stdout.splitlines() if line.startswith("FAIL")]
+    assert any("all-gather" in line for line in failed), failed
+    assert "::error" in worse.stdout  # annotations for the failed rows
+
+    alone = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+                   "--update-baseline")  # fmt: skip
+    assert alone.returncode == 2 and "--update-baseline needs --baseline" in alone.stderr
