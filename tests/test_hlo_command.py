@@ -73,3 +73,52 @@ def test_unparseable_input_exits_2_with_one_message(
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["hlo", str(tmp_path / "absent.hlo")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_chip_table_is_formatted_like_the_report(
+    fixtures_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    """scan_layers runs its 3 layers in one while loop (meta.json: while_trip_count 3): every
+    body op's n is the trip count; the text table shows units, fits the width, and each row's
+    ideal and FLOPs are score_module's, formatted as the report formats them."""
+    from profan.report.format import seconds, si
+    from profan.roofline import score_module
+    from profan.sharding import describe
+
+    path = _dump(fixtures_dir, "scan_layers")
+    meta = json.loads((fixtures_dir / "scan_layers/meta.json").read_text())
+    trips = meta["truth"]["while_trip_count"]
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["hlo", str(path), "--chip", "tpu-v5e", "--top", "6"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("roofline on tpu-v5e: top 6 of") :].splitlines()
+    assert all(len(line) <= width for line in table), [x for x in table if len(x) > width]
+    header = next(line for line in table if line.startswith("op "))
+    for column in ("op", "category", "n", "ideal", "bound"):
+        assert column in header.split()
+    assert "e-0" not in out and "e+" not in out  # no raw floats
+    module = parse_file(path)
+    frame = score_module(module, "tpu-v5e", sharding=describe(module)).head(6)
+    body = table[table.index(header) + 2 :]
+    for record in frame.to_dict("records"):
+        name = record["name"]
+        # the name's row: its whole name, or (wrapped) its first piece up to a separator
+        row = next(
+            line
+            for line in body
+            if line.split()
+            and (
+                line.split()[0] == name
+                or (line.split()[0][-1] in "._-/" and name.startswith(line.split()[0]))
+            )
+        )
+        assert seconds(record["roofline_s"]) in row
+        if width >= 100:
+            assert si(record["flops"]) in row
+        assert record["occurrences"] in (1, trips)
+    body_ops = frame[frame["computation"] != module.entry.name]
+    assert len(body_ops) and (body_ops["occurrences"] == trips).all()

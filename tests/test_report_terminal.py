@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from profan.report import html, markdown, terminal
+from profan.report import html, layout, markdown, terminal
 from profan.report.build import build_report
 from profan.report.model import Report
 from profan.report.pipeline import analyse
@@ -118,7 +118,7 @@ def test_terminal_width_honours_columns(monkeypatch: pytest.MonkeyPatch) -> None
 def test_wrap_pieces_keeps_every_character() -> None:
     pieces = ["f32[8192/axis0,1024/(axis1,axis2)]", "× f32[1024,4096/axis1]", "-> f32[8,4]"]
     for width in (10, 16, 24, 80):
-        lines = terminal.wrap_pieces(pieces, width, "words")
+        lines = layout.wrap_pieces(pieces, width, "words")
         assert all(len(line) <= width for line in lines)
         assert "".join(lines).replace(" ", "") == "".join(pieces).replace(" ", "")
 

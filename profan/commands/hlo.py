@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from profan.errors import ProfanError
+from profan.errors import ConfigError, ProfanError
 from profan.hlo import Module, parse_file, views
 from profan.hlo.model import Instruction
 from profan.hlo.opcodes import (
@@ -20,6 +20,8 @@ from profan.hlo.opcodes import (
     collective_kind,
 )
 from profan.hlo.printer import type_text
+from profan.report import module_table
+from profan.report.layout import Style, terminal_width, use_colour
 from profan.roofline import score_module
 from profan.sharding import describe
 
@@ -27,22 +29,6 @@ HELP = "parse an HLO text dump and summarise it: computations, ops by opcode, co
 
 # Collectives whose device groups the summary lists (send/recv talk to one channel peer).
 _SUMMARISED_KINDS = GROUPED_COLLECTIVE_KINDS | PAIRED_COLLECTIVE_KINDS
-
-# Columns of the text roofline table (the JSON has every column).
-_ROOFLINE_COLUMNS = (
-    "name",
-    "opcode",
-    "category",
-    "occurrences",
-    "flops",
-    "hbm_bytes",
-    "ici_bytes",
-    "t_compute_s",
-    "t_hbm_s",
-    "t_ici_s",
-    "roofline_s",
-    "bound_by",
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     module = parse_file(args.file)
     summary = summarise(module)
     table = roofline_table(module, args.chip) if args.chip else None
+    if args.top < 1:
+        raise ConfigError("--top must be at least 1")
     if args.json:
         if table is not None:
             summary["roofline"] = json.loads(table.to_json(orient="records"))
@@ -144,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(summary)
     if table is not None:
-        print(f"\nroofline on {args.chip} (top {args.top} by ideal time):")
-        shown = [c for c in _ROOFLINE_COLUMNS if c in table.columns] or list(table.columns)
-        print(table.head(args.top)[shown].to_string(index=False))
+        style = Style(use_colour(sys.stdout))
+        width = terminal_width(sys.stdout)
+        print()
+        print(
+            "\n".join(module_table.render(table, args.chip, top=args.top, width=width, style=style))
+        )
     return 0
