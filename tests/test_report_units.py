@@ -98,7 +98,7 @@ def test_budget_file_parsed(tmp_path: Path) -> None:
         (
             "[budget]\nstep_time = 1\n",
             "budget: unknown field 'step_time' (allowed: step_time_s, mfu_min, exposed_comm_s, "
-            "exposed_comm_share, max_suspicious, ops)",
+            "exposed_comm_share, max_suspicious, ops",
         ),
         ("[budget]\nstep_time_s = 'fast'\n", "budget.step_time_s: must be a number, got a string"),
         ("[budget]\nstep_time_s = -1\n", "budget.step_time_s: must be a number >= 0"),
