@@ -20,11 +20,13 @@ import pandas as pd
 from profan.cache import cached_module
 from profan.errors import TraceError
 from profan.hlo.model import Module
+from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.options import LoadOptions
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
-from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, read_host
+from profan.trace.schema import load_schema
+from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, executions_of_kernels, read_host
 
 MAX_EXAMPLES = 5
 
@@ -84,6 +86,10 @@ def load(
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
+    modules, keys_by_program, keys_by_name = _modules(hosts, hlo, use_cache)
+    for host in hosts:
+        if host.graph_kernels:
+            _attribute_graph_kernels(host, modules, keys_by_program, keys_by_name, notes)
     with_ops = [h for h in hosts if h.ops]
     if not with_ops:
         planes = ", ".join(sorted({p for h in hosts for p in h.planes})) or "none"
@@ -102,7 +108,6 @@ def load(
     async_ops = _frame([(h, h.async_ops) for h in with_ops if h.async_ops], base_ns)
     origin_ps = int(ops["_start_ps"].min())
 
-    modules, keys_by_program, keys_by_name = _modules(hosts, hlo, ops, use_cache)
     module_names = {}
     for host in hosts:
         module_names.update(host.module_names)
@@ -209,7 +214,7 @@ def _nullable(values: pd.Series) -> pd.Series:
 
 
 def _modules(
-    hosts: list[HostTrace], hlo: Any, ops: pd.DataFrame, use_cache: bool
+    hosts: list[HostTrace], hlo: Any, use_cache: bool
 ) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]]]:
     """Modules keyed by name (``--hlo``, which wins) or ``name(program_id)`` (embedded HloProto
     of the other modules), plus lookups by program id and by module name."""
@@ -231,8 +236,19 @@ def _modules(
     for host in hosts:
         for program_id, (name, data) in host.hlo_protos.items():
             protos.setdefault(program_id, (name, data, host.path))
-    used_programs = {int(p) for p in ops["program_id"].unique() if p != PROGRAM_NA}
-    used_names = set(ops["module"].dropna().unique().tolist())
+    used_programs: set[int] = set()
+    used_names: set[str] = set()
+    for host in hosts:
+        for columns in (host.ops, host.async_ops, host.graph_kernels):
+            programs = columns.get("program_id", columns.get("program"))
+            if programs is None or not len(programs):
+                continue
+            values = np.concatenate(programs) if isinstance(programs, list) else programs
+            used_programs.update(int(p) for p in np.unique(values) if p != PROGRAM_NA)
+            names = columns.get("module")
+            if names is not None and len(names):
+                values = np.concatenate(names) if isinstance(names, list) else names
+                used_names.update(n for n in set(values.tolist()) if isinstance(n, str))
     for program_id, (name, data, where) in sorted(protos.items()):
         if name in given:
             continue
@@ -252,6 +268,68 @@ def _convert(data: bytes, where: str, use_cache: bool) -> Module:
         return module_from_proto_bytes(data, where=where)
 
     return cached_module("hloproto", data, build) if use_cache else build()
+
+
+# ------------------------------------------------------------------------ command buffers
+
+
+def _instruction_ids(data: bytes) -> dict[int, str]:
+    """HloProto instruction id -> name (what a kernel's ``unique_hlo_op_id`` refers to)."""
+    proto = load_schema("hlo.proto")["xla.HloProto"].FromString(data)
+    return {i.id: i.name for c in proto.hlo_module.computations for i in c.instructions}
+
+
+def _attribute_graph_kernels(
+    host: HostTrace,
+    modules: dict[str, Module],
+    keys_by_program: dict[int, str],
+    keys_by_name: dict[str, list[str]],
+    notes: list[str],
+) -> None:
+    """Attribute the kernels a host ran inside command buffers (``profan.trace.command_buffers``)
+    and add them to ``host.ops`` as op executions."""
+    columns = {name: np.concatenate(parts) for name, parts in host.graph_kernels.items()}
+    host.graph_kernels = {}
+    ids: dict[int, dict[int, str]] = {}
+    resolved = np.full(len(columns["start"]), None, dtype=object)
+    groups = pd.DataFrame(
+        {"device": columns["device"], "program": columns["program"], "module": columns["module"]}
+    ).groupby(["device", "program", "module"], sort=False, dropna=False)
+    for (_, program, module_name), rows in groups.indices.items():
+        key, _reason = _module_key(
+            int(program), module_name, modules, keys_by_program, keys_by_name
+        )
+        if key is None:
+            continue
+        if int(program) not in ids and int(program) in host.hlo_protos:
+            ids[int(program)] = _instruction_ids(host.hlo_protos[int(program)][1])
+        by_id = ids.get(int(program), {})
+        around = [by_id.get(int(u)) if u != NA_INT else None for u in columns["around"][rows]]
+        resolved[rows] = attribute(
+            list(columns["kernel"][rows]), list(columns["name"][rows]), around, modules[key]
+        )
+    missing = np.array([r is None for r in resolved], dtype=bool)
+    names = resolved.copy()
+    names[missing] = [
+        f"{b}/{k}"
+        for b, k in zip(columns["name"][missing], columns["kernel"][missing], strict=True)
+    ]
+    total = len(names)
+    notes.append(
+        f"{host.host}: {total} kernels ran inside command buffers (CUDA graphs); "
+        f"{total - int(missing.sum())} attributed to their instructions by kernel name and "
+        "position (see profan.trace.command_buffers)"
+    )
+    columns["name"] = names
+    parts = []
+    for device in np.unique(columns["device"]):
+        mine = columns["device"] == device
+        parts.append(executions_of_kernels({n: v[mine] for n, v in columns.items()}, int(device)))
+    for part in parts:
+        if not host.ops:
+            host.ops = part
+            continue
+        host.ops = {n: np.concatenate([host.ops[n], part[n]]) for n in host.ops}
 
 
 # --------------------------------------------------------------------------------- join
@@ -319,7 +397,11 @@ def _join(
             if op_name in names_cache[key]:
                 matched[index] = True
                 continue
-            reason = "op not found in its module's HLO"
+            reason = (
+                UNATTRIBUTED
+                if UNATTRIBUTED_NAME.match(op_name)
+                else "op not found in its module's HLO"
+            )
         elif op_name is None:
             reason = "event without an op name"
         reasons[index] = (reason or "unknown") + label

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ import numpy as np
 from google.protobuf.message import DecodeError, Message
 
 from profan.errors import TraceError
+from profan.trace.command_buffers import COMMAND_BUFFER
 from profan.trace.schema import load_schema
 from profan.trace.wire import (
     KIND_DOUBLE,
@@ -91,6 +93,9 @@ class HostTrace:
     step_marks: list[tuple[int, int, int, str]] = field(default_factory=list)
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # program id ->
     module_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
+    # GPU kernels that ran inside command buffers (hlo_op ``command_buffer_N``), not yet
+    # attributed to instructions: column name -> one array per device plane.
+    graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
     planes: list[str] = field(default_factory=list)  # plane names, for error messages
 
@@ -499,9 +504,11 @@ def _read_gpu_plane(
     if hlo_op is None:
         return
     wanted = [
-        stats.id(n) for n in ("hlo_op", "hlo_module", "program_id") if stats.id(n) is not None
+        stats.id(n)
+        for n in ("hlo_op", "hlo_module", "program_id", "unique_hlo_op_id")
+        if stats.id(n) is not None
     ]
-    starts, durations, names, modules, programs = [], [], [], [], []
+    parts: dict[str, list[np.ndarray]] = defaultdict(list)
     for line in plane.lines:
         if not line.events:
             continue
@@ -509,46 +516,83 @@ def _read_gpu_plane(
         if not len(events):
             continue
         count = len(events)
-        starts.append(_line_times(line, events, trace.base_ns))
-        durations.append(events.duration_ps)
-        names.append(stats.strings(events, "hlo_op", np.full(count, None, dtype=object)))
-        modules.append(stats.strings(events, "hlo_module", np.full(count, None, dtype=object)))
-        programs.append(
+        parts["start"].append(_line_times(line, events, trace.base_ns))
+        parts["duration"].append(events.duration_ps)
+        parts["name"].append(stats.strings(events, "hlo_op", np.full(count, None, dtype=object)))
+        parts["module"].append(
+            stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
+        )
+        parts["program"].append(
             stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
         )
-    if not starts:
+        parts["around"].append(
+            stats.ints(events, "unique_hlo_op_id", np.full(count, NA_INT, dtype=np.int64))
+        )
+        keys, inverse = np.unique(events.metadata_id, return_inverse=True)
+        kernel_names = [_event_name(plane, int(key)) for key in keys]
+        parts["kernel"].append(np.array(kernel_names, dtype=object)[inverse])
+    if not parts:
         return
-    start = np.concatenate(starts)
-    duration = np.concatenate(durations)
-    name = np.concatenate(names)
-    module = np.concatenate(modules)
-    program = np.concatenate(programs)
-    # One HLO op may launch several kernels: consecutive kernels (in start order, on this
-    # device) of the same (module, program, op) are one execution; its duration is the sum of
-    # the kernels' durations and its start the first kernel's start.
-    order = np.argsort(start, kind="stable")
-    start, duration, name, module, program = (
-        start[order],
-        duration[order],
-        name[order],
-        module[order],
-        program[order],
+    columns = {name: np.concatenate(values) for name, values in parts.items()}
+    order = np.argsort(columns["start"], kind="stable")
+    columns = {name: values[order] for name, values in columns.items()}
+    in_graph = np.array(
+        [isinstance(n, str) and COMMAND_BUFFER.match(n) is not None for n in columns["name"]],
+        dtype=bool,
     )
-    key = np.array([f"{m}\x00{p}\x00{n}" for m, p, n in zip(module, program, name, strict=True)])
+    if in_graph.any():
+        # Kernels inside command buffers are attributed once the module is known (load.py).
+        graph = trace.graph_kernels
+        graph["device"].append(np.full(int(in_graph.sum()), ordinal, dtype=np.int64))
+        for name in ("start", "duration", "name", "module", "program", "around", "kernel"):
+            graph[name].append(columns[name][in_graph])
+    mine = {name: values[~in_graph] for name, values in columns.items()}
+    if len(mine["start"]):
+        found = _executions(mine)
+        ops.add(device=np.full(len(found["start_ps"]), ordinal, dtype=np.int64), **found)
+
+
+def _event_name(plane: Message, key: int) -> str | None:
+    meta = plane.event_metadata.get(key)
+    return meta.name if meta is not None else None
+
+
+def _first_kernels(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One HLO op may launch several kernels: consecutive kernels (in start order, on one
+    device) of the same (module, program, op) are one execution.  Returns the index of each
+    execution's first kernel and each kernel's execution number."""
+    key = np.array(
+        [
+            f"{m}\x00{p}\x00{n}"
+            for m, p, n in zip(columns["module"], columns["program"], columns["name"], strict=True)
+        ]
+    )
     new_group = np.ones(len(key), dtype=bool)
     new_group[1:] = key[1:] != key[:-1]
-    group = np.cumsum(new_group) - 1
-    firsts = np.flatnonzero(new_group)
-    ops.add(
-        device=np.full(len(firsts), ordinal, dtype=np.int64),
-        module=module[firsts],
-        program_id=program[firsts],
-        op_name=name[firsts],
-        start_ps=start[firsts],
-        duration_ps=np.bincount(group, weights=duration).astype(np.int64),
-        kernel_count=np.bincount(group).astype(np.int64),
-        line="kernels",
-    )
+    return np.flatnonzero(new_group), np.cumsum(new_group) - 1
+
+
+def _executions(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Op-execution columns from kernels in start order: an execution's duration is the sum of
+    its kernels' durations, its start the first kernel's start."""
+    firsts, group = _first_kernels(columns)
+    return {
+        "module": columns["module"][firsts],
+        "program_id": columns["program"][firsts],
+        "op_name": columns["name"][firsts],
+        "start_ps": columns["start"][firsts],
+        "duration_ps": np.bincount(group, weights=columns["duration"]).astype(np.int64),
+        "kernel_count": np.bincount(group).astype(np.int64),
+        "line": np.full(len(firsts), "kernels", dtype=object),
+    }
+
+
+def executions_of_kernels(columns: dict[str, np.ndarray], ordinal: int) -> dict[str, np.ndarray]:
+    """``_executions`` with the device column, in ``_OpColumns`` layout (for load.py)."""
+    builder = _OpColumns()
+    found = _executions(columns)
+    builder.add(device=np.full(len(found["start_ps"]), ordinal, dtype=np.int64), **found)
+    return builder.finish()
 
 
 def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
