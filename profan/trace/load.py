@@ -26,6 +26,7 @@ from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.options import LoadOptions
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
+from profan.trace.steps import assign_steps, finish_steps, steps_by_time
 from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, executions_of_kernels, read_host
 
 MAX_EXAMPLES = 5
@@ -124,17 +125,17 @@ def load(
             label=" (async span)",
         )
 
-    steps = _assign_steps(ops, hosts, base_ns, origin_ps, notes)
+    steps = assign_steps(ops, hosts, base_ns, origin_ps, notes)
     if len(async_ops):
         async_ops["step"] = pd.array([pd.NA] * len(async_ops), dtype="Int64")
         if len(steps):
-            _steps_by_time(async_ops, steps, origin_ps)
+            steps_by_time(async_ops, steps, origin_ps)
 
     profile = Profile(
         path=str(path),
         run=found.name,
         ops=_finish(ops, origin_ps),
-        steps=_finish_steps(steps, origin_ps),
+        steps=finish_steps(steps, origin_ps),
         device=_device_info(kind, hosts, ops),
         modules=modules,
         unmatched=[
@@ -437,158 +438,6 @@ def _module_key(
     if len(candidates) > 1:
         return None, "module name matches several programs and the event has no program id"
     return None, "no HLO for the event's module"
-
-
-# -------------------------------------------------------------------------------- steps
-
-
-def _assign_steps(
-    ops: pd.DataFrame,
-    hosts: list[HostTrace],
-    base_ns: int,
-    origin_ps: int,
-    notes: list[str],
-) -> pd.DataFrame:
-    """Give every op a step; return the steps table (step, start_ps, end_ps, duration_ps)."""
-    ops["step"] = pd.array(np.full(len(ops), pd.NA), dtype="Int64")
-    marks = []
-    for host in hosts:
-        shift = (host.base_ns - base_ns) * 1000
-        marks += [(n, s + shift, e + shift, src) for n, s, e, src in host.step_marks]
-    if marks:
-        table = pd.DataFrame(marks, columns=["step", "start_ps", "end_ps", "source"])
-        per_step = table.groupby("step").agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))
-        durations = (table["end_ps"] - table["start_ps"]).groupby(table["step"]).max()
-        per_step["duration_ps"] = durations
-        per_step = per_step.reset_index().sort_values("start_ps")
-        notes.append(f"steps from {table['source'].iloc[0]} ({len(per_step)} steps)")
-        _steps_by_time(ops, per_step, 0, by_execution=True)
-        return per_step
-    return _steps_from_dominant_module(ops, hosts, base_ns, notes)
-
-
-def _steps_by_time(
-    frame: pd.DataFrame, steps: pd.DataFrame, origin_ps: int, by_execution: bool = False
-) -> None:
-    """Step of each row: the step window holding its start (or its execution's start)."""
-    starts = steps["start_ps"].to_numpy()
-    ends = steps["end_ps"].to_numpy()
-    numbers = steps["step"].to_numpy()
-    times = frame["_start_ps"].to_numpy()
-    if by_execution and "run_id" in frame and (frame["run_id"] != NA_INT).any():
-        # CPU: an execution's ops run on several threads; date the whole execution by its
-        # first op so every op of one (run_id, device) lands in the same step.
-        group = frame.groupby(["run_id", "device"], sort=False)["_start_ps"].transform("min")
-        has_run = frame["run_id"].to_numpy() != NA_INT
-        times = np.where(has_run, group.to_numpy(), times)
-    slot = np.searchsorted(starts, times, side="right") - 1
-    valid = (slot >= 0) & (times < ends[np.clip(slot, 0, None)])
-    values = np.where(valid, numbers[np.clip(slot, 0, None)], 0)
-    frame["step"] = pd.array(np.where(valid, values, 0), dtype="Int64")
-    frame.loc[~valid, "step"] = pd.NA
-
-
-def _steps_from_dominant_module(
-    ops: pd.DataFrame, hosts: list[HostTrace], base_ns: int, notes: list[str]
-) -> pd.DataFrame:
-    """No step markers: one step per execution of the module with the most op time."""
-    busy = ops.groupby("module", dropna=True)["duration_ps"].sum()
-    if busy.empty:
-        notes.append("no steps: no step markers and no module names on the ops")
-        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
-    dominant = str(busy.idxmax())
-    windows: list[tuple[int, Any, int, int]] = []  # (step, device, start, end)
-    runs = []
-    for host in hosts:
-        if host.module_runs:
-            shift = (host.base_ns - base_ns) * 1000
-            table = pd.DataFrame(host.module_runs)
-            table = table[table["module"] == dominant]
-            runs.append(
-                pd.DataFrame(
-                    {
-                        "device": [f"{host.host}/{d}" for d in table["device"]],
-                        "start": table["start_ps"].to_numpy() + shift,
-                        "end": table["start_ps"].to_numpy()
-                        + table["duration_ps"].to_numpy()
-                        + shift,
-                    }
-                )
-            )
-    ops_device = ops["host"].astype(str) + "/" + ops["device"].astype(str)
-    if runs:
-        source = "XLA Modules line"
-        table = pd.concat(runs).sort_values("start")
-        table["step"] = table.groupby("device").cumcount()
-        windows = list(table[["step", "device", "start", "end"]].itertuples(index=False))
-    elif (ops["run_id"] != NA_INT).any():
-        source = "run_id of each execution"
-        mine = ops[ops["module"] == dominant]
-        mine = mine.assign(
-            devkey=ops_device[mine.index], _end=mine["_start_ps"] + mine["duration_ps"]
-        )
-        spans = (
-            mine.groupby(["run_id", "devkey"])
-            .agg(start=("_start_ps", "min"), end=("_end", "max"))
-            .reset_index()
-        )
-        first = spans.groupby("run_id")["start"].min().sort_values()
-        order = {run: index for index, run in enumerate(first.index)}
-        windows = [
-            (order[r.run_id], r.devkey, int(r.start), int(r.end))
-            for r in spans.itertuples(index=False)
-        ]
-    else:
-        source = "recurrences of the first op"
-        mine = ops[ops["module"] == dominant].assign(devkey=ops_device)
-        for device, group in mine.groupby("devkey", sort=False):
-            group = group.sort_values("_start_ps")
-            first_op = group["op_name"].iloc[0]
-            step_of = (group["op_name"] == first_op).cumsum() - 1
-            ends = group["_start_ps"] + group["duration_ps"]
-            for step, part in group.groupby(step_of):
-                windows.append(
-                    (int(step), device, int(part["_start_ps"].min()), int(ends[part.index].max()))
-                )
-    if not windows:
-        notes.append(f"no steps: found no executions of the dominant module {dominant}")
-        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
-    table = pd.DataFrame(windows, columns=["step", "device", "start", "end"])
-    # Each op belongs to the latest execution (on its device) that started at or before it.
-    steps = np.full(len(ops), -1, dtype=np.int64)
-    device_codes = ops_device.to_numpy()
-    times = ops["_start_ps"].to_numpy()
-    for device, group in table.groupby("device", sort=False):
-        group = group.sort_values("start")
-        rows = np.flatnonzero(device_codes == device)
-        slot = np.searchsorted(group["start"].to_numpy(), times[rows], side="right") - 1
-        ok = slot >= 0
-        steps[rows[ok]] = group["step"].to_numpy()[slot[ok]]
-    ops["step"] = pd.array(np.where(steps >= 0, steps, 0), dtype="Int64")
-    ops.loc[steps < 0, "step"] = pd.NA
-    per_step = table.groupby("step").agg(start_ps=("start", "min"), end_ps=("end", "max"))
-    per_step["duration_ps"] = (table["end"] - table["start"]).groupby(table["step"]).max()
-    notes.append(
-        f"steps: one per execution of the dominant module {dominant} ({source}; "
-        f"{len(per_step)} steps)"
-    )
-    return per_step.reset_index()
-
-
-def _finish_steps(steps: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
-    """Steps in seconds since the profile's first op (``duration_s``: the slowest device's)."""
-    if steps.empty:
-        return pd.DataFrame(
-            {"step": pd.array([], dtype="Int64"), "start_s": [], "end_s": [], "duration_s": []}
-        )
-    return pd.DataFrame(
-        {
-            "step": pd.array(steps["step"].to_numpy(dtype=np.int64), dtype="Int64"),
-            "start_s": (steps["start_ps"].to_numpy(dtype=np.int64) - origin_ps) / 1e12,
-            "end_s": (steps["end_ps"].to_numpy(dtype=np.int64) - origin_ps) / 1e12,
-            "duration_s": steps["duration_ps"].to_numpy(dtype=np.float64) / 1e12,
-        }
-    )
 
 
 # ------------------------------------------------------------------------------- device
