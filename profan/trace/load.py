@@ -23,6 +23,7 @@ from profan.hlo.model import Module
 from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.hloproto import module_from_proto_bytes
+from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.options import LoadOptions
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
@@ -149,6 +150,14 @@ def load(
     )
     profile.async_ops = _finish(async_ops, origin_ps) if len(async_ops) else None
     profile.notes = notes
+    profile.origin_ns = base_ns + origin_ps // 1000
+    if len(with_ops) > 1:
+        profile.hosts = analyse_hosts(
+            [
+                summarize_host(str(host), rows, profile.origin_ns, modules)
+                for host, rows in profile.ops.groupby("host", observed=True, sort=True)
+            ]
+        )
     return profile
 
 

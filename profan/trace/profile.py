@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from profan.hlo.model import Instruction, Module
+from profan.trace.hosts import HostsAnalysis
 
 # Columns of ``Profile.ops`` (one row per op execution on a device) and their pandas dtypes.
 # Strings that repeat across rows are ``category``; integers that may be missing are nullable.
@@ -70,6 +71,10 @@ class Profile:
     # apart so per-op time is not counted twice.  None when the trace has none.
     async_ops: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)  # how steps were found, files skipped, …
+    # Wall-clock time of ``start_s == 0`` (ns since the epoch, on the first host's clock).
+    origin_ns: int = 0
+    # The cross-host view (``profan.trace.hosts``) when two or more hosts were read.
+    hosts: HostsAnalysis | None = None
 
     @property
     def unmatched_count(self) -> int:

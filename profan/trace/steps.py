@@ -29,38 +29,59 @@ def assign_steps(
     marks = []
     for host in hosts:
         shift = (host.base_ns - base_ns) * 1000
-        marks += [(n, s + shift, e + shift, src) for n, s, e, src in host.step_marks]
+        marks += [(host.host, n, s + shift, e + shift, src) for n, s, e, src in host.step_marks]
     if marks:
-        table = pd.DataFrame(marks, columns=["step", "start_ps", "end_ps", "source"])
-        per_step = table.groupby("step").agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))
-        durations = (table["end_ps"] - table["start_ps"]).groupby(table["step"]).max()
-        per_step["duration_ps"] = durations
+        table = pd.DataFrame(marks, columns=["host", "step", "start_ps", "end_ps", "source"])
+        per_step = _windows(table)
+        per_step["duration_ps"] = (table["end_ps"] - table["start_ps"]).groupby(table["step"]).max()
         per_step = per_step.reset_index().sort_values("start_ps")
         notes.append(f"steps from {table['source'].iloc[0]} ({len(per_step)} steps)")
-        steps_by_time(ops, per_step, 0, by_execution=True)
+        if table["host"].nunique() > 1:
+            # Each host's ops by its own markers: host clocks differ (see profan.trace.hosts).
+            for host, rows in ops.groupby("host", sort=False).indices.items():
+                mine = table[table["host"] == host]
+                windows = _windows(mine).reset_index() if len(mine) else per_step
+                steps_by_time(ops, windows, 0, by_execution=True, rows=rows)
+        else:
+            steps_by_time(ops, per_step, 0, by_execution=True)
         return per_step
     return _steps_from_dominant_module(ops, hosts, base_ns, notes)
 
 
+def _windows(table: pd.DataFrame) -> pd.DataFrame:
+    """Step windows (start_ps, end_ps by step, sorted by start) of step markers."""
+    windows = table.groupby("step").agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))
+    return windows.sort_values("start_ps")
+
+
 def steps_by_time(
-    frame: pd.DataFrame, steps: pd.DataFrame, origin_ps: int, by_execution: bool = False
+    frame: pd.DataFrame,
+    steps: pd.DataFrame,
+    origin_ps: int,
+    by_execution: bool = False,
+    rows: np.ndarray | None = None,
 ) -> None:
-    """Step of each row: the step window holding its start (or its execution's start)."""
+    """Step of each row (of ``rows`` only, when given): the step window holding its start (or
+    its execution's start)."""
     starts = steps["start_ps"].to_numpy()
     ends = steps["end_ps"].to_numpy()
     numbers = steps["step"].to_numpy()
-    times = frame["_start_ps"].to_numpy()
-    if by_execution and "run_id" in frame and (frame["run_id"] != NA_INT).any():
+    part = frame if rows is None else frame.iloc[rows]
+    times = part["_start_ps"].to_numpy()
+    if by_execution and "run_id" in part and (part["run_id"] != NA_INT).any():
         # CPU: an execution's ops run on several threads; date the whole execution by its
         # first op so every op of one (run_id, device) lands in the same step.
-        group = frame.groupby(["run_id", "device"], sort=False)["_start_ps"].transform("min")
-        has_run = frame["run_id"].to_numpy() != NA_INT
+        group = part.groupby(["run_id", "device"], sort=False)["_start_ps"].transform("min")
+        has_run = part["run_id"].to_numpy() != NA_INT
         times = np.where(has_run, group.to_numpy(), times)
     slot = np.searchsorted(starts, times, side="right") - 1
     valid = (slot >= 0) & (times < ends[np.clip(slot, 0, None)])
-    values = np.where(valid, numbers[np.clip(slot, 0, None)], 0)
-    frame["step"] = pd.array(np.where(valid, values, 0), dtype="Int64")
-    frame.loc[~valid, "step"] = pd.NA
+    values = pd.array(np.where(valid, numbers[np.clip(slot, 0, None)], 0), dtype="Int64")
+    values[~valid] = pd.NA
+    if rows is None:
+        frame["step"] = values
+    else:
+        frame.iloc[rows, frame.columns.get_loc("step")] = values
 
 
 def _steps_from_dominant_module(
