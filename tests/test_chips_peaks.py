@@ -148,6 +148,8 @@ def test_every_library_call_of_the_h100_fixture_runs_below_its_precision_aware_p
                 flops = facts["forward_full"]
         else:
             flops = facts.get("flops_valid_taps", facts.get("flops"))
+        if flops is None:
+            continue  # a call the program's truth has no figure for (jit_attention_xla's gemm)
         config = backend_config(instruction) or {}
         precision, algorithm = _gemm_precision(config)
         operand = module.entry.get(instruction.operands[0].name.lstrip("%"))
