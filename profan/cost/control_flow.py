@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from profan.cost.collectives import attach, collective_info, wrapped_collective
 from profan.cost.context import CostContext
+from profan.cost.kernels.model import weaker_source
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
 from profan.hlo.opcodes import base_opcode
 from profan.hlo.views import called_computations
+
+
+def _larger(first: float | None, second: float | None) -> float | None:
+    """The larger of two figures; unknown when either is (a branch we cannot cost may be it)."""
+    return None if first is None or second is None else max(first, second)
 
 
 def control_flow(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
@@ -22,10 +28,13 @@ def control_flow(instruction: Instruction, model: CostContext, cost: OpCost) -> 
     if instruction.opcode == "conditional":
         total = subtotals[0]
         for other in subtotals[1:]:
-            total.flops = max(total.flops or 0.0, other.flops or 0.0)
-            total.transcendentals = max(total.transcendentals or 0.0, other.transcendentals or 0.0)
+            total.flops = _larger(total.flops, other.flops)
+            total.transcendentals = _larger(total.transcendentals, other.transcendentals)
             total.hbm_bytes_read = max(total.hbm_bytes_read, other.hbm_bytes_read)
             total.hbm_bytes_written = max(total.hbm_bytes_written, other.hbm_bytes_written)
+            total.unknown = total.unknown or other.unknown
+            total.flops_source = weaker_source(total.flops_source, other.flops_source)
+            total.bytes_source = weaker_source(total.bytes_source, other.bytes_source)
         how = "the costliest branch"
     else:
         total = OpCost(0.0, 0.0, 0.0, 0.0)

@@ -25,10 +25,12 @@ from profan.cost import (
     movement,
     reduce,
 )
-from profan.cost.context import CostContext, first_array
+from profan.cost.context import CostContext, first_array, size
+from profan.cost.kernels.model import weaker_source
 from profan.cost.model import ModuleTotals, OpCost
 from profan.hlo.model import Computation, Instruction, Module
 from profan.hlo.opcodes import ELEMENTWISE_OPCODES, FREE_OPCODES
+from profan.hlo.shapes import is_unknown
 
 Rule = Callable[[Instruction, CostContext, OpCost], OpCost]
 
@@ -67,6 +69,22 @@ RULES: dict[str, Rule] = {
 _MISFIT = (IndexError, KeyError, ValueError, ZeroDivisionError)
 
 
+def _unknown_shapes(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    """The text left a shape out and it could not be inferred: FLOPs unknown, bytes only those of
+    the shapes that are known (a lower bound) — never a silent 0."""
+    known = [s for s in [*model.operand_shapes(instruction), instruction.shape] if s is not None]
+    cost.flops = cost.transcendentals = None
+    cost.unknown = True
+    cost.hbm_bytes_read = float(sum(size(s) for s in known[:-1] if not is_unknown(s)))
+    cost.hbm_bytes_written = 0.0 if is_unknown(instruction.shape) else float(size(known[-1]))
+    cost.bytes_source = "lower-bound"
+    cost.derivation.append(
+        f"{instruction.opcode}: a shape the text left out could not be inferred; FLOPs unknown, "
+        "bytes count only the known shapes (a lower bound)"
+    )
+    return cost
+
+
 class CostModel(CostContext):
     """The cost model of one module (``None``: a single pasted line, only its text is known)."""
 
@@ -75,19 +93,28 @@ class CostModel(CostContext):
         self._computation_costs: dict[str, OpCost] = {}
 
     def estimate(self, instruction: Instruction) -> OpCost:
-        """FLOPs, transcendentals, HBM and interconnect bytes of one execution."""
+        """FLOPs, transcendentals, HBM and interconnect bytes of one execution, each with its
+        source (``flops_source``, ``bytes_source``)."""
         try:
             cost = self._estimate(instruction)
         except _MISFIT as error:
             out = first_array(instruction.shape)
             cost = OpCost(None, None, 0.0, 0.0, dtype=out.dtype if out is not None else None)
             cost.unknown = True
+            cost.bytes_source = "unknown"
             cost.derivation.append(
                 f"{instruction.opcode}: cannot cost ({type(error).__name__}: {error}); "
                 "shapes or attributes do not fit the op"
             )
+        if cost.flops is None:
+            cost.flops_source = "unknown"
+        if instruction.opcode == "custom-call" and cost.flops_source != "unknown":
+            # a library or Pallas kernel that does math: assume the matrix units may run it, so
+            # its ideal time stays a lower bound
+            cost.matrix_math = cost.matrix_math or bool(cost.flops)
         if instruction.operands_elided:
             cost.hbm_bytes_read_is_lower_bound = True
+            cost.bytes_source = weaker_source(cost.bytes_source, "lower-bound")
             hidden = instruction.elided_operand_count
             cost.derivation.append(
                 "operands not shown in the text"
@@ -101,6 +128,8 @@ class CostModel(CostContext):
         cost = OpCost(0.0, 0.0, 0.0, 0.0, dtype=out.dtype if out is not None else None)
         if instruction.opcode in FREE_OPCODES:
             return movement.free(instruction, self, cost)
+        if is_unknown(instruction.shape) or any(map(is_unknown, self.operand_shapes(instruction))):
+            return _unknown_shapes(instruction, self, cost)
         cost.hbm_bytes_read, cost.hbm_bytes_written = movement.default_bytes(instruction, self)
         rule = RULES.get(instruction.opcode, movement.data_movement)
         return rule(instruction, self, cost)

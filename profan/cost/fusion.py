@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from profan.cost.collectives import attach, collective_info, fused_collective_kind
 from profan.cost.context import CostContext, first_array, size
+from profan.cost.matmul import mark_matrix_math
 from profan.cost.model import OpCost
 from profan.hlo.model import Computation, Instruction
 from profan.hlo.views import called_computations
@@ -101,6 +102,7 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
     cost.flops = inner_cost.flops
     cost.transcendentals = inner_cost.transcendentals
     cost.unknown = inner_cost.unknown
+    cost.flops_source = inner_cost.flops_source
     if inner_cost.collective is not None and cost.collective is None:
         cost.collective = inner_cost.collective
         cost.ici_bytes = inner_cost.ici_bytes
@@ -109,6 +111,7 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
         array = first_array(model.operand_shape(dots[0], 0))
         if array is not None:
             cost.dtype = array.dtype
+        mark_matrix_math(dots[0], cost)
     written = _written_bytes(instruction, body, model)
     # Inputs: per fused parameter, what its users actually read; plus big constants.
     read = 0.0

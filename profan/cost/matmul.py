@@ -9,6 +9,19 @@ from profan.hlo.model import Instruction
 from profan.hlo.views import int_list_attribute
 
 
+def mark_matrix_math(instruction: Instruction, cost: OpCost) -> None:
+    """A dot or convolution: the matrix units run it, at the peak its operand precisions
+    (``operand_precision={highest,highest}``) or its ``algorithm=`` select."""
+    cost.matrix_math = True
+    cost.precision = tuple(
+        word.strip().upper()
+        for word in instruction.attributes.get("operand_precision", "").strip("{}").split(",")
+        if word.strip()
+    )
+    algorithm = instruction.attributes.get("algorithm")
+    cost.algorithm = algorithm.strip() if algorithm else None
+
+
 def dot(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
     lhs = model.operand_shape(instruction, 0)
     if lhs is None:
@@ -17,6 +30,7 @@ def dot(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
         return cost
     lhs_array = first_array(lhs)
     cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
+    mark_matrix_math(instruction, cost)
     contracting = int_list_attribute(instruction, "lhs_contracting_dims")
     cost.flops = float(dot_flops(lhs, instruction.shape, contracting))
     cost.derivation.append(
@@ -36,6 +50,7 @@ def convolution(instruction: Instruction, model: CostContext, cost: OpCost) -> O
         return cost
     lhs_array = first_array(lhs)
     cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
+    mark_matrix_math(instruction, cost)
     window = parse_window(instruction.attributes.get("window"))
     cost.flops = float(
         convolution_flops(

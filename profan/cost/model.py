@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from profan.cost.kernels.model import weaker_source
+
 
 @dataclass(frozen=True, slots=True)
 class CollectiveInfo:
@@ -40,6 +42,15 @@ class OpCost:
     # The line left operands out (XProf's ``fusion(...)`` / ``...(+N)``): bytes read count only
     # the operands shown, so they are a lower bound, not the op's traffic.
     hbm_bytes_read_is_lower_bound: bool = False
+    # Where the FLOPs and the bytes come from: one of ``profan.cost.kernels.SOURCES`` (hlo,
+    # backend-config, cost-estimate, trace, shape-signature, lower-bound, unknown).
+    flops_source: str = "hlo"
+    bytes_source: str = "hlo"
+    # Matrix math (dot, convolution, a fusion or kernel built on one): its compute term uses the
+    # chip's matrix-unit peak for the operand dtype and precision (``Chip.peak_flops_per_s``).
+    matrix_math: bool = False
+    precision: tuple[str, ...] = ()  # operand precisions as printed (DEFAULT / HIGH / HIGHEST)
+    algorithm: str | None = None  # the dot algorithm when the op names one
 
     @property
     def hbm_bytes(self) -> float:
@@ -56,6 +67,8 @@ class OpCost:
         self.hbm_bytes_written += other.hbm_bytes_written
         self.ici_bytes += other.ici_bytes
         self.unknown = self.unknown or other.unknown
+        self.flops_source = weaker_source(self.flops_source, other.flops_source)
+        self.bytes_source = weaker_source(self.bytes_source, other.bytes_source)
 
 
 @dataclass(slots=True)

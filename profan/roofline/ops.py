@@ -1,9 +1,14 @@
 """One scored row per (module, op) of a loaded profile: cost per execution, roofline terms,
 measured time, efficiency, and the facts the report shows (``profan.roofline.facts``).
 
-Where profan cannot cost an op (an unknown kernel, a missing module) the compiler's own per-op
-figures in the trace fill in, and ``cost_source`` says so.  Async pairs are scored on the done
-(``profan.roofline.spans``); a start has no roofline time of its own.
+Every op's FLOPs and bytes carry their source (``flops_source``, ``bytes_source``).  The
+compiler's own per-op figures in the trace (``trace_flops``, ``trace_bytes``) are used only where
+they are plausible (``profan.cost.kernels.reconcile``): they fill a figure profan cannot model and
+raise a lower bound, never go below the op's own lower bound (no 0 bytes for an op with
+operands), and where they disagree with a modelled figure by more than 2x both are kept and the
+derivation says so.  ``cost_source`` is ``trace`` when either figure came from the trace,
+``none`` for ops without an instruction or trace figures, else ``profan``.  Async pairs are
+scored on the done (``profan.roofline.spans``); a start has no roofline time of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pandas as pd
 
 from profan.chips import Chip
 from profan.cost import CostModel, OpCost
+from profan.cost.kernels import reconcile
 from profan.hlo.model import Module
 from profan.roofline.facts import (
     OpFacts,
@@ -34,7 +40,8 @@ if TYPE_CHECKING:
 OP_COLUMNS = (
     "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
     "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
-    "efficiency", "source", "cost_source", "dtype", "async_role", "link", "module_key",
+    "efficiency", "source", "cost_source", "flops_source", "bytes_source", "peak", "trace_flops",
+    "trace_bytes", "dtype", "async_role", "link", "module_key",
     "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
     "collective", "derivation",
 )  # fmt: skip
@@ -62,6 +69,11 @@ class _ModuleScoring:
 
 def _present(value: Any) -> bool:
     return value is not None and not pd.isna(value)
+
+
+def _number(value: Any) -> float | None:
+    """A trace stat as a float, ``None`` where the trace has none."""
+    return float(value) if _present(value) else None
 
 
 def per_op_rows(
@@ -99,16 +111,24 @@ def per_op_rows(
             mesh_axes = axis_sizes(scoring.sharding, axes)
             facts = op_facts(instruction, module, cost, scoring.positions, axes)
         else:
-            cost = OpCost(None, None, 0.0, 0.0)
+            cost = OpCost(None, None, 0.0, 0.0, flops_source="unknown", bytes_source="unknown")
             cost_source = "none"
-        trace_flops = record.get("trace_flops")
-        trace_bytes = record.get("trace_bytes_accessed")
-        if cost.flops is None and _present(trace_flops):
-            cost.flops = float(trace_flops)
+        trace_flops = _number(record.get("trace_flops"))
+        trace_bytes = _number(record.get("trace_bytes_accessed"))
+        flops, flops_source, flops_note = reconcile(
+            cost.flops, cost.flops_source, trace_flops, what="FLOPs"
+        )
+        model_bytes = roofline_bytes(cost) if cost.bytes_source != "unknown" else None
+        hbm_bytes, bytes_source, bytes_note = reconcile(
+            model_bytes, cost.bytes_source, trace_bytes, what="bytes"
+        )
+        cost.flops, cost.flops_source, cost.bytes_source = flops, flops_source, bytes_source
+        if hbm_bytes is not None and hbm_bytes != model_bytes:
+            cost.hbm_bytes_read, cost.hbm_bytes_written = hbm_bytes, 0.0
+            cost.roofline_hbm_bytes = None
+        if "trace" in (flops_source, bytes_source):
             cost_source = "trace"
-        if (cost_source == "none" or cost.unknown) and _present(trace_bytes):
-            cost.hbm_bytes_read, cost.hbm_bytes_written = float(trace_bytes), 0.0
-            cost_source = "trace"
+        cost.derivation.extend(note for note in (flops_note, bytes_note) if note)
         times = op_times(cost, chip, mesh_axes=mesh_axes or None, slice_devices=slice_devices)
         if cost.async_role == "start":
             times = async_start_times(times)
@@ -149,6 +169,11 @@ def per_op_rows(
                 "efficiency": efficiency,
                 "source": source,
                 "cost_source": cost_source,
+                "flops_source": cost.flops_source,
+                "bytes_source": cost.bytes_source,
+                "peak": times.peak,
+                "trace_flops": None if trace_flops is None else trace_flops * occurrences,
+                "trace_bytes": None if trace_bytes is None else trace_bytes * occurrences,
                 "dtype": cost.dtype,
                 "async_role": cost.async_role,
                 # which link an async transfer occupies (host links are full duplex)

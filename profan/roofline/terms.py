@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from profan.chips import Chip
+from profan.chips import Chip, normalise_dtype
 from profan.cost import OpCost
 from profan.roofline.interconnect import collective_time
 
@@ -27,6 +27,7 @@ class OpTimes:
     t_host_s: float
     bound_by: str
     notes: list[str] = field(default_factory=list)
+    peak: str | None = None  # the FLOP/s peak of the compute term: ``bf16``, ``tf32``, ``bf16/6``
 
     @property
     def roofline_s(self) -> float:
@@ -45,6 +46,19 @@ def roofline_bytes(cost: OpCost) -> float:
     return cost.roofline_hbm_bytes if cost.roofline_hbm_bytes is not None else cost.hbm_bytes
 
 
+def compute_peak(cost: OpCost, chip: Chip, notes: list[str]) -> tuple[float, str]:
+    """The FLOP/s one device reaches for the op's math, and its label.  Matrix math (dots,
+    convolutions, fusions and kernels built on them) runs on the matrix units at the rate its
+    operand dtype and precision select (``Chip.peak_flops_per_s``: TF32 for f32 on NVIDIA, bf16
+    passes on TPU, ...); other math at the catalogue rate of its dtype."""
+    if cost.matrix_math:
+        peak = chip.peak_flops_per_s(cost.dtype, cost.precision or None, algorithm=cost.algorithm)
+        notes.append(f"compute peak {peak.label}: {peak.source}")
+        return peak.flops_per_s, peak.label
+    key = normalise_dtype(cost.dtype or "bf16")
+    return chip.device_peak_flops(key), key if key in chip.peak_flops else "bf16"
+
+
 def op_times(
     cost: OpCost,
     chip: Chip,
@@ -60,7 +74,8 @@ def op_times(
     """
     notes: list[str] = []
     flops = cost.flops or 0.0
-    t_compute = flops / chip.device_peak_flops(cost.dtype or "bf16") if flops else 0.0
+    peak_flops, peak = compute_peak(cost, chip, notes)
+    t_compute = flops / peak_flops if flops else 0.0
     hbm = roofline_bytes(cost)
     t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
     t_ici = 0.0
@@ -85,7 +100,7 @@ def op_times(
         notes.append(timing.describe())
     terms = {"compute": t_compute, "hbm": t_hbm, "ici": t_ici, "host": t_host}
     bound_by = max(terms, key=lambda key: terms[key]) if any(terms.values()) else "none"
-    return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes)
+    return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes, peak if flops else None)
 
 
 def async_start_times(times: OpTimes) -> OpTimes:
