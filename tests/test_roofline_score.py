@@ -187,3 +187,42 @@ def test_fixture_traces_never_beat_their_roofline(name: str) -> None:
     assert (result.ops["efficiency"].dropna() <= 1.0).all(), result.ops.nlargest(3, "efficiency")
     assert (result.steps["ideal_s"] <= result.steps["measured_s"]).all()
     assert (result.steps["mfu"] > 0).all() or name == "collectives"
+
+
+def _one_op_profile(module_text: str, op: str, trace_flops: float, trace_bytes: float) -> Profile:
+    module = parse_module(module_text)
+    row = dict.fromkeys(OP_COLUMNS)
+    row.update(host="h", device=0, device_kind="TPU", module=module.name, module_key="m",
+               program_id=1, op_name=op, step=0, start_s=0.0, duration_s=75e-6,
+               trace_flops=trace_flops, trace_bytes_accessed=trace_bytes,
+               trace_model_flops=math.nan, source=None, matched=True)  # fmt: skip
+    return Profile(
+        path="synthetic", run=None, ops=pd.DataFrame([row]),
+        steps=pd.DataFrame({"step": [0], "start_s": [0.0], "end_s": [75e-6],
+                            "duration_s": [75e-6]}),
+        device=DeviceInfo(kind="TPU", type_string="TPU v6 lite", count=1), modules={"m": module},
+    )  # fmt: skip
+
+
+def test_synthetic_pallas_matmul_never_takes_the_traces_implausible_figures() -> None:
+    # Issue 10: a Pallas (Mosaic) f32 matmul 2048x1024x2048 on v6e whose trace stats say 0 bytes
+    # and 1.08 GFLOP per call.  It must read its operands and write its result (>= 33.5 MB) and
+    # do 2*2048*2048*1024 = 8.6 GFLOP; the trace's figure is shown beside the model's.
+    text = (
+        "HloModule synthetic_pallas\n\nENTRY %main (x: f32[2048,1024], y: f32[1024,2048]) -> "
+        "f32[2048,2048] {\n"
+        "  %x = f32[2048,1024]{1,0} parameter(0)\n"
+        "  %y = f32[1024,2048]{1,0} parameter(1)\n"
+        '  ROOT %k = f32[2048,2048]{1,0} custom-call(%x, %y), custom_call_target="tpu_custom_call"'
+        "\n}\n"
+    )
+    row = score(_one_op_profile(text, "k", 1.08e9, 0.0)).ops.iloc[0]
+    flops, io_bytes = 2 * 2048 * 2048 * 1024, (2 * 2048 * 1024 + 2048 * 2048) * 4
+    assert row["flops"] == flops and row["hbm_bytes"] == io_bytes == 33_554_432
+    assert row["flops_source"] == "shape-signature" and row["bytes_source"] == "lower-bound"
+    assert row["trace_flops"] == 1.08e9 and row["trace_bytes"] == 0.0
+    assert "more than 2x apart" in row["derivation"] and "not used" in row["derivation"]
+    v6e = get_chip("tpu-v6e")
+    assert row["bound_by"] == "hbm"
+    assert row["t_hbm_s"] == pytest.approx(io_bytes / v6e.device_hbm_bytes_per_s)
+    assert row["efficiency"] == pytest.approx(io_bytes / v6e.device_hbm_bytes_per_s / 75e-6)

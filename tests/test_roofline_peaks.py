@@ -1,0 +1,104 @@
+"""The compute term of matrix math uses the peak its operand dtype and precision select
+(``Chip.peak_flops_per_s``): the H100 fixture's library calls, and XLA-printed dot lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import profan
+from profan.chips import get_chip
+from profan.cost import estimate
+from profan.hlo.parser import parse_module
+from profan.roofline import op_times, score
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def h100_kernels():  # type: ignore[no-untyped-def]
+    folder = FIXTURES / "gpu_kernels"
+    return score(profan.load(str(folder / "trace"), hlo=str(folder / "hlo")))
+
+
+# Which rate each library matmul of the fixture runs at, by XLA's rules on NVIDIA: f32 at DEFAULT
+# precision as TF32 on tensor cores, at HIGHEST as true f32; c64 as TF32 with a complex FMA
+# counting 4 real ones; bf16, fp8 and f64 at their own rates.
+EXPECTED_PEAKS = {
+    "jit_matmul_f32": "tf32",
+    "jit_matmul_f32_highest": "f32",
+    "jit_matmul_bf16": "bf16",
+    "jit_matmul_fp8": "fp8",
+    "jit_matmul_f64": "f64",
+    "jit_matmul_c64": "tf32/4",
+}
+
+
+def test_library_matmuls_run_at_their_precisions_peak(h100_kernels) -> None:
+    ops = h100_kernels.ops.set_index("module")
+    h100 = h100_kernels.chip
+    for module, label in EXPECTED_PEAKS.items():
+        row = ops.loc[module]
+        row = row[row["opcode"] == "custom-call"].iloc[0] if row.ndim == 2 else row
+        assert row["peak"] == label, module
+        rate, _, divisor = label.partition("/")
+        peak = h100.peak_flops[rate] / int(divisor or 1)  # one device per H100
+        assert row["t_compute_s"] == pytest.approx(row["flops"] / peak, rel=1e-12), module
+
+
+def test_no_h100_kernel_beats_its_roofline(h100_kernels) -> None:
+    # the f32 DEFAULT gemm was at 406% of the f32 (non-tensor-core) peak: it ran as TF32
+    efficiency = h100_kernels.ops["efficiency"].dropna()
+    assert len(efficiency) > 10 and (efficiency <= 1.0).all()
+
+
+def _dot_module(precision: str) -> str:
+    attribute = f", operand_precision={{{precision},{precision}}}" if precision else ""
+    return (
+        "HloModule synthetic_dot\n\n"
+        "ENTRY %main (a: f32[1024,512], b: f32[512,256]) -> f32[1024,256] {\n"
+        "  %a = f32[1024,512]{1,0} parameter(0)\n"
+        "  %b = f32[512,256]{1,0} parameter(1)\n"
+        "  ROOT %dot = f32[1024,256]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+        f"rhs_contracting_dims={{0}}{attribute}\n"
+        "}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("chip_name", "precision", "label", "rate", "divisor"),
+    [
+        ("tpu-v5e", "", "bf16", "bf16", 1),  # DEFAULT: one bf16 pass on the MXU
+        ("tpu-v5e", "high", "bf16/3", "bf16", 3),
+        ("tpu-v5e", "highest", "bf16/6", "bf16", 6),
+        ("h100", "default", "tf32", "tf32", 1),
+        ("h100", "highest", "f32", "f32", 1),
+    ],
+)
+def test_synthetic_f32_dot_peak_follows_operand_precision(
+    chip_name: str, precision: str, label: str, rate: str, divisor: int
+) -> None:
+    module = parse_module(_dot_module(precision))
+    dot = module.entry.root
+    cost = estimate(dot, module)
+    assert cost.matrix_math and cost.flops == 2 * 1024 * 256 * 512
+    assert cost.precision == ((precision.upper(),) * 2 if precision else ())
+    chip = get_chip(chip_name)
+    times = op_times(cost, chip)
+    assert times.peak == label
+    per_device = chip.peak_flops[rate] / divisor / chip.devices_per_chip
+    assert times.t_compute_s == pytest.approx(cost.flops / per_device, rel=1e-12)
+
+
+def test_elementwise_math_keeps_its_dtype_rate() -> None:
+    module = parse_module(
+        "HloModule synthetic_add\n\nENTRY %main (a: f32[4096]) -> f32[4096] {\n"
+        "  %a = f32[4096]{0} parameter(0)\n"
+        "  ROOT %add = f32[4096]{0} add(%a, %a)\n}\n"
+    )
+    cost = estimate(module.entry.root, module)
+    h100 = get_chip("h100")
+    times = op_times(cost, h100)
+    assert not cost.matrix_math and times.peak == "f32"
+    assert times.t_compute_s == pytest.approx(4096 / h100.peak_flops["f32"])
