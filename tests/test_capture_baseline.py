@@ -214,6 +214,32 @@ def test_many_changed_ops_are_capped() -> None:
     assert "collective" in ops[0].message
 
 
+def test_memory_compares_exactly(mlp: Report, mlp_worse: Report) -> None:
+    """Per-device argument/output/temp bytes equal XLA's memory_analysis() of each fixture."""
+    old, new = baseline.entry_from_report(mlp), baseline.entry_from_report(mlp_worse)
+    for entry, name in ((old, "mlp"), (new, "mlp_worse")):
+        xla = json.loads((FIXTURES / name / "memory_analysis.json").read_text())
+        (facts,) = entry.memory.values()
+        assert facts.argument_bytes == xla["argument_size_in_bytes"]
+        assert facts.output_bytes == xla["output_size_in_bytes"]
+        assert facts.temp_bytes == xla["temp_size_in_bytes"]
+    (memory,) = [
+        r for r in baseline.compare_entries(new, old, baseline.TimePolicy()) if "memory" in r.name
+    ]
+    assert not memory.passed
+    assert "temp 131,224 B vs 131,160 B (+64, x1)" in memory.message  # XLA: 131224 vs 131160
+    assert f"peak at {new.memory['jit_train_step/device'].peak_instruction}" in memory.message
+    (same,) = [
+        r for r in baseline.compare_entries(old, old, baseline.TimePolicy()) if "memory" in r.name
+    ]
+    assert same.passed and "as in the baseline" in same.message
+    # a report without the memory section (e.g. an older JSON report) compares the rest
+    without = mlp.to_dict()
+    without.pop("memory")
+    rows = baseline.compare(without, old, baseline.TimePolicy())
+    assert not [r for r in rows if "memory" in r.name]
+
+
 def test_bad_baseline_files(mlp: Report, tmp_path: Path) -> None:
     assert baseline.read_baselines(tmp_path / "absent.json") == {}
     broken = tmp_path / "broken.json"

@@ -198,9 +198,8 @@ def test_baseline_cycle(project: Path) -> None:
         rf"at test_model_perf\.py:{gather_line}; not in the baseline"
     )
     assert len(new_collective.findall(gathered.stdout)) == 2  # the fixture's and the marker's
-    assert "FAIL  baseline.collectives_per_step: collective executions per step 16 vs 8" in (
-        gathered.stdout
-    )
+    collectives = "collective executions per step 16 vs 8 in the baseline (+8, x2)"
+    assert f"FAIL  baseline.collectives_per_step: {collectives}" in gathered.stdout
     assert "pytest --profan-update-baseline" in gathered.stdout
     annotation = re.compile(
         rf"^::error file=test_model_perf\.py,line={gather_line},title=baseline\.new_collective"
@@ -215,7 +214,7 @@ def test_baseline_cycle(project: Path) -> None:
     for code in ("hidden = jax.nn.relu(x @ w1)", "return hidden @ w2"):
         assert re.search(
             rf"FAIL  baseline\.op:\S+: matmul \S+ at test_model_perf\.py:{_line(project, code)}: "
-            r"FLOPs per execution 1,048,576 vs 524,288 \(x2\)",
+            r"FLOPs per execution 1,048,576 vs 524,288 \(\+524,288, x2\)",
             doubled.stdout,
         ), doubled.stdout
     assert "FAIL  baseline.flops_per_step" in doubled.stdout

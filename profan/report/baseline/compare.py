@@ -1,43 +1,29 @@
-"""Baselines that survive machines: what a program did, kept per device kind and chip.
-
-A baseline file (JSON) holds one entry per machine (``"CPU/cpu"``, ``"TPU/v5e"``, ``"GPU/H100"``),
-so one file serves a CPU CI runner and a TPU runner. An entry keeps
-
-* the deterministic quantities, which compare exactly: per op (matched by the report's stable
-  key) its executions per step, FLOPs, HBM and interconnect bytes per execution and, for
-  collectives, kind, group size, groups and bytes; per step the totals of those; the device
-  count and the mesh;
-* the step times (count, min, median, max), which compare with a tolerance taken from the noise
-  the steps showed: ``max(time_tolerance_min, time_noise_factor x (median - min) / min)`` over
-  the baseline's steps and the new ones. Times gate only where they mean something: by default
-  on TPUs and GPUs, not on CPUs (``time_gate = "auto"``), so a CPU runner gates on structure and
-  an accelerator runner on time too.
-
-Entries are built from ``Report.to_dict()`` (the JSON report of SCHEMA.md), not from the
-report's internals. Results are ``CheckResult`` rows, as ``profan check`` prints them; a row
-about one op carries the op's source line (GitHub annotations land there).
-"""
+"""Comparing a report with its machine's baseline entry: structure exactly, step times with a
+tolerance from the steps' noise (gated on TPU/GPU by default)."""
 
 from __future__ import annotations
 
-import datetime
-import json
 import math
-import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from profan import __version__
-from profan.errors import ConfigError
+from profan.report.baseline.entry import (
+    MEMORY_QUANTITIES,
+    UPDATE_HINT,
+    Entry,
+    OpFacts,
+    as_number,
+    entry_from_report,
+    machine_key,
+    read_baselines,
+    relative_source,
+)
 from profan.report.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
-from profan.report.keys import base_name
 from profan.report.model import Report
 
-FORMAT = "profan-baseline"
-FORMAT_VERSION = 1
-UPDATE_HINT = "record it with `pytest --profan-update-baseline`"
 # Device kinds whose step times gate by default (CPU runners share cores; their times are noise).
 TIMED_DEVICE_KINDS = frozenset({"TPU", "GPU"})
 # Changed ops listed one by one; the rest are counted in one line.
@@ -70,213 +56,6 @@ class TimePolicy:
         return self.gate == "on"
 
 
-@dataclass(frozen=True, slots=True)
-class OpFacts:
-    """One op of the baseline; per execution unless the name says otherwise."""
-
-    key: str
-    name: str
-    opcode: str
-    category: str
-    per_step: float  # executions per step, all devices together
-    flops: float
-    hbm_bytes: float
-    ici_bytes: float
-    collective: dict[str, Any] | None
-    shape: str | None
-    source: str | None  # not compared: lines move when code above them changes
-    time_per_step_s: float  # per device; not compared exactly
-
-
-@dataclass(slots=True)
-class Entry:
-    """What one program did on one kind of machine."""
-
-    machine: str
-    device_kind: str
-    chip: str
-    device_count: int
-    mesh: dict[str, dict[str, int]]
-    steps: int
-    step_min_s: float | None
-    step_median_s: float | None
-    step_max_s: float | None
-    totals: dict[str, float]  # per step, all devices
-    ops: dict[str, OpFacts] = field(default_factory=dict)
-    recorded: dict[str, Any] = field(default_factory=dict)  # profan version, date
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["ops"] = [asdict(op) for op in self.ops.values()]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Entry:
-        values = dict(data)
-        values["ops"] = {op["key"]: OpFacts(**op) for op in data.get("ops", [])}
-        return cls(**values)
-
-
-def machine_key(report: dict[str, Any]) -> str:
-    """``"<device kind>/<chip>"`` of a JSON report, e.g. ``"CPU/cpu"`` or ``"TPU/v5e"``."""
-    kind = str((report.get("device") or {}).get("kind") or "unknown")
-    chip = str((report.get("chip") or {}).get("name") or "unknown")
-    return f"{kind}/{chip}"
-
-
-def _relative(source: Any) -> str | None:
-    """``file:line`` relative to the working directory when under it (the checkout, in CI), so
-    that baselines and messages carry no machine's absolute paths."""
-    if not isinstance(source, str) or not source:
-        return None
-    cwd = os.getcwd().rstrip("/") + "/"
-    return source[len(cwd) :] if source.startswith(cwd) else source
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
-
-
-def _collective(op: dict[str, Any]) -> dict[str, Any] | None:
-    facts = op.get("collective")
-    if not isinstance(facts, dict):
-        return None
-    # axis names are a reading of the mesh, not what ran; the mesh is compared on its own
-    return {
-        "kind": facts.get("kind"),
-        "group_size": facts.get("group_size"),
-        "groups": facts.get("groups", facts.get("num_groups")),
-        "bytes": facts.get("bytes", facts.get("full_bytes")),
-    }
-
-
-def entry_from_report(report: Report | dict[str, Any]) -> Entry:
-    """The baseline entry of a report (or of its JSON form)."""
-    data = report.to_dict() if isinstance(report, Report) else report
-    summary = data.get("summary") or {}
-    steps = int(summary.get("step_count") or 0)
-    per = max(steps, 1)
-    devices = max(
-        int(summary.get("device_count") or (data.get("device") or {}).get("count") or 1), 1
-    )
-    ops: dict[str, OpFacts] = {}
-    totals = dict.fromkeys(
-        (
-            "flops_per_step",
-            "hbm_bytes_per_step",
-            "ici_bytes_per_step",
-            "collectives_per_step",
-            "collective_bytes_per_step",
-        ),
-        0.0,
-    )
-    for op in data.get("ops", []):
-        runs = _number(op.get("occurrences"))
-        each = max(runs, 1.0)
-        collective = _collective(op)
-        facts = OpFacts(
-            key=str(op["key"]),
-            name=str(op.get("name")),
-            opcode=str(op.get("opcode")),
-            category=str(op.get("category")),
-            per_step=runs / per,
-            flops=_number(op.get("flops")) / each,
-            hbm_bytes=_number(op.get("hbm_bytes")) / each,
-            ici_bytes=_number(op.get("ici_bytes")) / each,
-            collective=collective,
-            shape=op.get("shape"),
-            source=_relative(op.get("source")),
-            time_per_step_s=_number(op.get("measured_s")) / per / devices,
-        )
-        ops[facts.key] = facts
-        totals["flops_per_step"] += _number(op.get("flops")) / per
-        totals["hbm_bytes_per_step"] += _number(op.get("hbm_bytes")) / per
-        totals["ici_bytes_per_step"] += _number(op.get("ici_bytes")) / per
-        if collective is not None:
-            totals["collectives_per_step"] += runs / per
-            totals["collective_bytes_per_step"] += runs / per * _number(collective["bytes"])
-    mesh = {
-        base_name(str(module)): {str(axis): int(size) for axis, size in shape.items()}
-        for module, shape in (summary.get("mesh") or {}).items()
-    }
-    key = machine_key(data)
-    return Entry(
-        machine=key,
-        device_kind=key.split("/", 1)[0],
-        chip=key.split("/", 1)[1],
-        device_count=devices,
-        mesh=mesh,
-        steps=steps,
-        step_min_s=summary.get("step_time_min_s"),
-        step_median_s=summary.get("step_time_median_s"),
-        step_max_s=summary.get("step_time_max_s"),
-        totals=totals,
-        ops=ops,
-        recorded={"profan": __version__, "date": datetime.date.today().isoformat()},
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# files
-
-
-def is_baseline_file(path: str | Path) -> bool:
-    """Whether ``path`` is a baseline file (not a JSON report)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and data.get("format") == FORMAT
-
-
-def read_baselines(path: str | Path) -> dict[str, Entry]:
-    """Every machine's entry of a baseline file (an empty dict when the file does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read the baseline: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ConfigError(f'{path}: not a profan baseline (no "format": "{FORMAT}")')
-    if data.get("version") != FORMAT_VERSION:
-        raise ConfigError(
-            f"{path}: baseline version {data.get('version')!r} is not supported "
-            f"(this profan reads {FORMAT_VERSION}); {UPDATE_HINT}"
-        )
-    try:
-        return {key: Entry.from_dict(entry) for key, entry in data["machines"].items()}
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ConfigError(f"{path}: malformed baseline ({error}); {UPDATE_HINT}") from None
-
-
-def write_baseline(
-    path: str | Path, report: Report | dict[str, Any], versions: dict[str, str] | None = None
-) -> Entry:
-    """Record ``report`` as the baseline of its machine; other machines' entries are kept.
-    ``versions``: of the software that made the program (e.g. jax, jaxlib), recorded with it."""
-    path = Path(path)
-    entries = read_baselines(path)
-    entry = entry_from_report(report)
-    entry.recorded.update(versions or {})
-    entries[entry.machine] = entry
-    data = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "machines": {key: entries[key].to_dict() for key in sorted(entries)},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    temporary.replace(path)  # never a half-written baseline
-    return entry
-
-
-# --------------------------------------------------------------------------------------------
-# comparing
-
-
 def _same(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
@@ -288,11 +67,15 @@ def _exact(value: float) -> str:
 
 
 def _ratio(new: float, old: float) -> str:
-    return f"x{new / old:.3g}" if old else "new"
+    """The change as a difference and a factor: ``+64, x1.0005``."""
+    difference = new - old
+    sign = "+" if difference >= 0 else "-"
+    amount = f"{sign}{_exact(abs(difference))}"
+    return f"{amount}, x{new / old:.4g}" if old else f"{amount}, new"
 
 
 def _where(source: str | None) -> str:
-    return _relative(source) or "(no source line)"
+    return relative_source(source) or "(no source line)"
 
 
 def _describe(op: OpFacts) -> str:
@@ -304,7 +87,7 @@ def _collective_text(facts: dict[str, Any] | None) -> str:
         return "-"
     size, groups = facts.get("group_size"), facts.get("groups")
     shape = f" in {groups} group(s) of {size}" if size else ""
-    return f"{facts.get('kind')}{shape}, {si(_number(facts.get('bytes')), 'B')} each"
+    return f"{facts.get('kind')}{shape}, {si(as_number(facts.get('bytes')), 'B')} each"
 
 
 _QUANTITIES = (
@@ -437,6 +220,48 @@ def _op_results(new: Entry, old: Entry, note: str) -> list[CheckResult]:
     return results
 
 
+def _memory_results(new: Entry, old: Entry, note: str) -> list[CheckResult]:
+    """Per program: peak, argument, output and temporary bytes per device, exactly."""
+    if not new.memory or not old.memory:
+        return []  # a report without the memory section (or a baseline recorded without it)
+    results = []
+    for key in sorted(set(new.memory) | set(old.memory)):
+        now, before = new.memory.get(key), old.memory.get(key)
+        if now is None or before is None:
+            state = "new" if before is None else "gone"
+            results.append(
+                CheckResult(f"baseline.memory:{key}", False, f"memory of {key}: program {state}")
+            )
+            continue
+        pairs = [(name, getattr(now, name), getattr(before, name)) for name in MEMORY_QUANTITIES]
+        changes = [
+            f"{name.removesuffix('_bytes')} {_exact(a)} B vs {_exact(b)} B ({_ratio(a, b)})"
+            for name, a, b in pairs
+            if not _same(a, b)
+        ]
+        if not changes:
+            results.append(
+                CheckResult(
+                    f"baseline.memory:{key}",
+                    True,
+                    f"memory of {key}: peak {si(now.peak_bytes, 'B')} per device (as in the "
+                    "baseline)",
+                )
+            )
+            continue
+        at = f"; peak at {now.peak_instruction}" if now.peak_instruction else ""
+        at += f" ({_where(now.peak_source)})" if now.peak_source else ""
+        results.append(
+            CheckResult(
+                f"baseline.memory:{key}",
+                False,
+                f"memory of {key} per device: {'; '.join(changes)}{at}{note}",
+                now.peak_source,
+            )
+        )
+    return results
+
+
 def _spread(minimum: float | None, median: float | None) -> float:
     if not minimum or median is None:
         return 0.0
@@ -524,6 +349,7 @@ def compare_entries(
         mesh,
         *_op_results(new, old, note),
         *totals,
+        *_memory_results(new, old, note),
         *_time_results(new, old, policy),
     ]
 

@@ -1,0 +1,266 @@
+"""Baseline entries and files: what one program did on one kind of machine, read from the JSON
+report (``Report.to_dict()``, SCHEMA.md), one entry per ``"<device kind>/<chip>"`` in a file."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from profan import __version__
+from profan.errors import ConfigError
+from profan.report.keys import base_name
+from profan.report.model import Report
+
+FORMAT = "profan-baseline"
+FORMAT_VERSION = 1
+UPDATE_HINT = "record it with `pytest --profan-update-baseline`"
+
+
+@dataclass(frozen=True, slots=True)
+class OpFacts:
+    """One op of the baseline; per execution unless the name says otherwise."""
+
+    key: str
+    name: str
+    opcode: str
+    category: str
+    per_step: float  # executions per step, all devices together
+    flops: float
+    hbm_bytes: float
+    ici_bytes: float
+    collective: dict[str, Any] | None
+    shape: str | None
+    source: str | None  # not compared: lines move when code above them changes
+    time_per_step_s: float  # per device; not compared exactly
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFacts:
+    """One program's memory per device, from XLA's buffer assignment (the report's ``memory``)."""
+
+    peak_bytes: float
+    argument_bytes: float
+    output_bytes: float
+    temp_bytes: float
+    peak_instruction: str | None  # not compared: where the peak is, for the message
+    peak_source: str | None
+
+
+MEMORY_QUANTITIES = ("peak_bytes", "argument_bytes", "output_bytes", "temp_bytes")
+
+
+@dataclass(slots=True)
+class Entry:
+    """What one program did on one kind of machine."""
+
+    machine: str
+    device_kind: str
+    chip: str
+    device_count: int
+    mesh: dict[str, dict[str, int]]
+    steps: int
+    step_min_s: float | None
+    step_median_s: float | None
+    step_max_s: float | None
+    totals: dict[str, float]  # per step, all devices
+    ops: dict[str, OpFacts] = field(default_factory=dict)
+    # per program and memory space ("jit_step/device"); empty when the report has no memory
+    memory: dict[str, MemoryFacts] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)  # profan version, date
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ops"] = [asdict(op) for op in self.ops.values()]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Entry:
+        values = dict(data)
+        values["ops"] = {op["key"]: OpFacts(**op) for op in data.get("ops", [])}
+        values["memory"] = {
+            key: MemoryFacts(**facts) for key, facts in data.get("memory", {}).items()
+        }
+        return cls(**values)
+
+
+def machine_key(report: dict[str, Any]) -> str:
+    """``"<device kind>/<chip>"`` of a JSON report, e.g. ``"CPU/cpu"`` or ``"TPU/v5e"``."""
+    kind = str((report.get("device") or {}).get("kind") or "unknown")
+    chip = str((report.get("chip") or {}).get("name") or "unknown")
+    return f"{kind}/{chip}"
+
+
+def relative_source(source: Any) -> str | None:
+    """``file:line`` relative to the working directory when under it (the checkout, in CI), so
+    that baselines and messages carry no machine's absolute paths."""
+    if not isinstance(source, str) or not source:
+        return None
+    cwd = os.getcwd().rstrip("/") + "/"
+    return source[len(cwd) :] if source.startswith(cwd) else source
+
+
+def as_number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+
+def _collective_facts(op: dict[str, Any]) -> dict[str, Any] | None:
+    facts = op.get("collective")
+    if not isinstance(facts, dict):
+        return None
+    # axis names are a reading of the mesh, not what ran; the mesh is compared on its own
+    return {
+        "kind": facts.get("kind"),
+        "group_size": facts.get("group_size"),
+        "groups": facts.get("groups", facts.get("num_groups")),
+        "bytes": facts.get("bytes", facts.get("full_bytes")),
+    }
+
+
+def entry_from_report(report: Report | dict[str, Any]) -> Entry:
+    """The baseline entry of a report (or of its JSON form)."""
+    data = report.to_dict() if isinstance(report, Report) else report
+    summary = data.get("summary") or {}
+    steps = int(summary.get("step_count") or 0)
+    per = max(steps, 1)
+    devices = max(
+        int(summary.get("device_count") or (data.get("device") or {}).get("count") or 1), 1
+    )
+    ops: dict[str, OpFacts] = {}
+    totals = dict.fromkeys(
+        (
+            "flops_per_step",
+            "hbm_bytes_per_step",
+            "ici_bytes_per_step",
+            "collectives_per_step",
+            "collective_bytes_per_step",
+        ),
+        0.0,
+    )
+    for op in data.get("ops", []):
+        runs = as_number(op.get("occurrences"))
+        each = max(runs, 1.0)
+        collective = _collective_facts(op)
+        facts = OpFacts(
+            key=str(op["key"]),
+            name=str(op.get("name")),
+            opcode=str(op.get("opcode")),
+            category=str(op.get("category")),
+            per_step=runs / per,
+            flops=as_number(op.get("flops")) / each,
+            hbm_bytes=as_number(op.get("hbm_bytes")) / each,
+            ici_bytes=as_number(op.get("ici_bytes")) / each,
+            collective=collective,
+            shape=op.get("shape"),
+            source=relative_source(op.get("source")),
+            time_per_step_s=as_number(op.get("measured_s")) / per / devices,
+        )
+        ops[facts.key] = facts
+        totals["flops_per_step"] += as_number(op.get("flops")) / per
+        totals["hbm_bytes_per_step"] += as_number(op.get("hbm_bytes")) / per
+        totals["ici_bytes_per_step"] += as_number(op.get("ici_bytes")) / per
+        if collective is not None:
+            totals["collectives_per_step"] += runs / per
+            totals["collective_bytes_per_step"] += runs / per * as_number(collective["bytes"])
+    mesh = {
+        base_name(str(module)): {str(axis): int(size) for axis, size in shape.items()}
+        for module, shape in (summary.get("mesh") or {}).items()
+    }
+    key = machine_key(data)
+    memory = {
+        f"{base_name(str(program.get('module')))}/{program.get('memory_space', 'device')}": (
+            _memory_facts(program)
+        )
+        for program in data.get("memory") or []
+        if isinstance(program, dict)
+    }
+    return Entry(
+        machine=key,
+        device_kind=key.split("/", 1)[0],
+        chip=key.split("/", 1)[1],
+        device_count=devices,
+        mesh=mesh,
+        steps=steps,
+        step_min_s=summary.get("step_time_min_s"),
+        step_median_s=summary.get("step_time_median_s"),
+        step_max_s=summary.get("step_time_max_s"),
+        totals=totals,
+        ops=ops,
+        memory=memory,
+        recorded={"profan": __version__, "date": datetime.date.today().isoformat()},
+    )
+
+
+def _memory_facts(program: dict[str, Any]) -> MemoryFacts:
+    at = program.get("peak_instruction")
+    sources = [
+        buffer.get("source")
+        for buffer in program.get("top_buffers") or []
+        if isinstance(buffer, dict) and str(buffer.get("name", "")).split("{")[0] == at
+    ]
+    return MemoryFacts(
+        *(as_number(program.get(name)) for name in MEMORY_QUANTITIES),
+        peak_instruction=at,
+        peak_source=relative_source(next((s for s in sources if s), None)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# files
+
+
+def is_baseline_file(path: str | Path) -> bool:
+    """Whether ``path`` is a baseline file (not a JSON report)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def read_baselines(path: str | Path) -> dict[str, Entry]:
+    """Every machine's entry of a baseline file (an empty dict when the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the baseline: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ConfigError(f'{path}: not a profan baseline (no "format": "{FORMAT}")')
+    if data.get("version") != FORMAT_VERSION:
+        raise ConfigError(
+            f"{path}: baseline version {data.get('version')!r} is not supported "
+            f"(this profan reads {FORMAT_VERSION}); {UPDATE_HINT}"
+        )
+    try:
+        return {key: Entry.from_dict(entry) for key, entry in data["machines"].items()}
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ConfigError(f"{path}: malformed baseline ({error}); {UPDATE_HINT}") from None
+
+
+def write_baseline(
+    path: str | Path, report: Report | dict[str, Any], versions: dict[str, str] | None = None
+) -> Entry:
+    """Record ``report`` as the baseline of its machine; other machines' entries are kept.
+    ``versions``: of the software that made the program (e.g. jax, jaxlib), recorded with it."""
+    path = Path(path)
+    entries = read_baselines(path)
+    entry = entry_from_report(report)
+    entry.recorded.update(versions or {})
+    entries[entry.machine] = entry
+    data = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "machines": {key: entries[key].to_dict() for key in sorted(entries)},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    temporary.replace(path)  # never a half-written baseline
+    return entry
