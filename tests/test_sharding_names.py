@@ -47,9 +47,9 @@ def _reference_groups(program: ProgramMesh, axis: str) -> set[frozenset[int]]:
 def test_every_corpus_module_with_a_named_mesh_gets_its_names(corpus_dir: Path) -> None:
     """Each axis named after the program's mesh has exactly the devices that mesh puts along
     that name; every module whose program mesh fits its device groups is named."""
-    named = sources = 0
+    named = sources = inline = 0
     pieces: list[str] = []
-    for file, module in _corpus_modules(corpus_dir, "xla.sdy.meshes", "mesh["):
+    for file, module in _corpus_modules(corpus_dir, "xla.sdy.meshes", "mesh[", "mesh<"):
         program = program_mesh(module)
         if program is None:
             continue
@@ -60,6 +60,7 @@ def test_every_corpus_module_with_a_named_mesh_gets_its_names(corpus_dir: Path) 
             continue
         named += 1
         sources += "xla.sdy.meshes" in report.mesh.names_from
+        inline += "xla.sdy.in_shardings" in report.mesh.names_from
         program_names = set(program.spec.axis_names)
         for axis in report.mesh.axes:
             if axis.name.split(":")[0] not in program_names:
@@ -69,9 +70,13 @@ def test_every_corpus_module_with_a_named_mesh_gets_its_names(corpus_dir: Path) 
             ours = {frozenset(g) for g in report.mesh.groups_along([axis.name])}
             assert ours == _reference_groups(program, axis.name), (file, axis)
         json.dumps(report.to_dict())
-    print(f"\n{named} corpus modules named their mesh axes ({sources} from xla.sdy.meshes)")
-    assert named >= 9
+    print(
+        f"\n{named} corpus modules named their mesh axes ({sources} from xla.sdy.meshes, "
+        f"{inline} from a mesh inside Shardy's in_shardings)"
+    )
+    assert named >= 11
     assert sources >= 2
+    assert inline >= 1  # shardy_xla_pass_test__1's manual computation
     assert {"x:(1)2", "x:(2)2"} <= set(pieces)  # spmd_partitioner_test__553's sub-axes
 
 

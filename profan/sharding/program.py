@@ -6,6 +6,8 @@ JAX and Shardy write the mesh a program was written against into its HLO in a fe
   (Shardy; JAX writes it into the module before optimisations, and XLA keeps it on some
   optimised modules); a mesh may list ``device_ids=[…]`` when its device order is not the
   identity;
+* Shardy's shardings of manual computations, which may write their mesh inline
+  (``xla.sdy.in_shardings="#sdy.sharding_per_value<[<mesh<["a"=2, "b"=2]>, …]>"``);
 * shardings in the mesh form, ``sharding={mesh['data'=4,'model'=2], [{'data'}, {}]}``;
 * replica groups in the mesh form, ``replica_groups=mesh['data'=4,'model'=2] {'data'}``.
 
@@ -32,6 +34,10 @@ SDY_MESHES_KEY = "xla.sdy.meshes"
 _GENERATED_NAME = re.compile(r"^axis_\d+$")
 _SDY_MESH = re.compile(
     r"^#sdy\.mesh<\s*\[(?P<axes>[^\]]*)\]\s*(?:,\s*device_ids\s*=\s*\[(?P<ids>[^\]]*)\]\s*)?>$"
+)
+# A mesh written inline in a Shardy sharding (``<mesh<["a"=2]>, [{"a"}]>``), not ``@name``.
+_INLINE_SDY_MESH = re.compile(
+    r"(?<![\w.@])(mesh<\s*\[[^\]]*\]\s*(?:,\s*device_ids\s*=\s*\[[^\]]*\]\s*)?>)"
 )
 _SDY_AXIS = re.compile(r'\s*"((?:[^"\\]|\\.)+)"\s*=\s*(\d+)\s*(?:,|$)')
 
@@ -89,29 +95,34 @@ def decode_sdy_mesh(text: str) -> MeshSpec | None:
     return MeshSpec(tuple(names), tuple(sizes), tuple(ids))
 
 
-def frontend_attribute(text: str | None, key: str) -> str | None:
-    """The value of ``key`` in a ``frontend_attributes={…}`` value, unquoted; ``None`` when absent.
+def frontend_attributes(text: str | None) -> dict[str, str]:
+    """A ``frontend_attributes={…}`` value as ``{key: value}``, values unquoted.
 
     XLA prints each value as a quoted string (``key="{…}"``) or, in hand-written modules, as bare
     text that may hold balanced braces (``key={mesh = …}``).
     """
     if not text:
-        return None
+        return {}
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]
+    found: dict[str, str] = {}
     position = 0
     while position < len(body):
         equals = body.find("=", position)
         if equals < 0:
-            return None
+            break
         name = body[position:equals].strip().lstrip(",").strip()
         value_end = _value_end(body, equals + 1)
         value = body[equals + 1 : value_end].strip()
-        if name == key:
-            return unquote(value) if value.startswith('"') else value
+        found.setdefault(name, unquote(value) if value.startswith('"') else value)
         position = value_end + 1
-    return None
+    return found
+
+
+def frontend_attribute(text: str | None, key: str) -> str | None:
+    """The value of ``key`` in a ``frontend_attributes={…}`` value; ``None`` when absent."""
+    return frontend_attributes(text).get(key)
 
 
 def _value_end(text: str, start: int) -> int:
@@ -158,6 +169,24 @@ def _sdy_meshes(module: Module) -> list[ProgramMesh]:
     return found
 
 
+def _inline_sdy_meshes(module: Module) -> list[ProgramMesh]:
+    """Meshes written inside Shardy's per-instruction shardings (``xla.sdy.in_shardings=
+    "#sdy.sharding_per_value<[<mesh<["a"=2, "b"=2]>, [{"a"}, {}]>]>"`` of a manual computation)."""
+    found: list[ProgramMesh] = []
+    seen: set[MeshSpec] = set()
+    for instruction in module.instructions():
+        text = instruction.attributes.get("frontend_attributes")
+        if not text or "mesh<" not in text:
+            continue
+        for key, value in frontend_attributes(text).items():
+            for inline in _INLINE_SDY_MESH.findall(value):
+                spec = decode_sdy_mesh(f"#sdy.{inline}")
+                if spec is not None and spec not in seen and _is_named(spec):
+                    seen.add(spec)
+                    found.append(ProgramMesh(spec, f"{key} of {instruction.name}"))
+    return found
+
+
 def _sharding_meshes(module: Module) -> list[ProgramMesh]:
     found: list[ProgramMesh] = []
     seen: set[MeshSpec] = set()
@@ -197,11 +226,17 @@ def _replica_group_meshes(module: Module) -> list[ProgramMesh]:
 def program_mesh(module: Module, num_devices: int | None = None) -> ProgramMesh | None:
     """The mesh the program names, or ``None`` when it names none (or only XLA's ``axis_N``).
 
-    Shardy's ``xla.sdy.meshes`` wins over mesh-form shardings, and those over mesh-form replica
-    groups; among several meshes, the first one whose device count is ``num_devices`` (when
-    given), else the one with the most devices.
+    Shardy's ``xla.sdy.meshes`` wins over meshes written inline in Shardy's shardings, those
+    over mesh-form shardings, and those over mesh-form replica groups; among several meshes,
+    the first one whose device count is ``num_devices`` (when given), else the one with the
+    most devices.
     """
-    candidates = _sdy_meshes(module) + _sharding_meshes(module) + _replica_group_meshes(module)
+    candidates = (
+        _sdy_meshes(module)
+        + _inline_sdy_meshes(module)
+        + _sharding_meshes(module)
+        + _replica_group_meshes(module)
+    )
     if not candidates:
         return None
     if num_devices is not None:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 from profan.attribute import block_kind
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import decode_source_target_pairs
 from profan.hlo.model import Instruction, Module
+from profan.hlo.views import source_target_pairs
 from profan.sharding.mesh import CollectiveAxes, Mesh
 from profan.sharding.model import MatmulSharding, StrategyLabel
 
@@ -208,9 +208,7 @@ def _permute_labels(labels: _Labels, module: Module, collectives: list[Collectiv
         pairs: list[tuple[int, int]] = []
         if instruction is not None:
             try:
-                pairs = decode_source_target_pairs(
-                    instruction.attributes.get("source_target_pairs", "{}")
-                )
+                pairs = source_target_pairs(instruction) or []
             except HloSyntaxError:
                 pairs = []
         sources = {s for s, _ in pairs}
