@@ -271,3 +271,33 @@ def test_reconcile_trace_figures() -> None:
     assert reconcile(8.59e9, "backend-config", 8.0e9) == (8.59e9, "backend-config", None)
     assert weaker_source("hlo", "lower-bound") == "lower-bound"
     assert weaker_source("cost-estimate", "backend-config") == "cost-estimate"
+
+
+def test_synthetic_apply_hands_sources_and_precision_text_to_the_op_cost() -> None:
+    from dataclasses import dataclass, field
+
+    from profan.chips import get_chip
+    from profan.cost.custom_calls import apply
+
+    @dataclass
+    class WithIssue10Fields:  # OpCost as it is gaining flops_source / bytes_source / precision
+        flops: float | None = 0.0
+        transcendentals: float | None = 0.0
+        hbm_bytes_read: float = 0.0
+        hbm_bytes_written: float = 0.0
+        unknown: bool = False
+        dtype: str | None = None
+        flops_source: str | None = None
+        bytes_source: str | None = None
+        precision: str | None = None
+        derivation: list[str] = field(default_factory=list)
+
+    kernel = KernelCost(8.0, 0.0, 4.0, 2.0, "backend-config", "hlo", dtype="f32",
+                        precision=("HIGHEST", "HIGHEST"))  # fmt: skip
+    cost = apply(kernel, WithIssue10Fields())  # type: ignore[arg-type]
+    assert (cost.flops, cost.hbm_bytes_read, cost.hbm_bytes_written) == (8.0, 4.0, 2.0)
+    assert (cost.flops_source, cost.bytes_source) == ("backend-config", "hlo")
+    assert cost.precision == "HIGHEST,HIGHEST"
+    assert get_chip("h100").peak_flops_per_s(cost.dtype, cost.precision).rate == "f32"
+    kernel.algorithm = "ALG_DOT_BF16_BF16_F32_X3"
+    assert apply(kernel, WithIssue10Fields()).precision == "ALG_DOT_BF16_BF16_F32_X3"  # type: ignore[arg-type]

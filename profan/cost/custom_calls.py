@@ -51,11 +51,13 @@ def apply(kernel: KernelCost, cost: OpCost) -> OpCost:
     cost.unknown = kernel.unknown
     if kernel.dtype is not None:
         cost.dtype = kernel.dtype
+    # OpCost.precision is the text Chip.peak_flops_per_s reads: operand precisions
+    # ("DEFAULT,HIGHEST") or, when the call names one, the dot algorithm.
+    precision = kernel.algorithm or ",".join(kernel.precision) or None
     for field_name, value in (
         ("flops_source", kernel.flops_source),
         ("bytes_source", kernel.bytes_source),
-        ("precision", kernel.precision),
-        ("algorithm", kernel.algorithm),
+        ("precision", precision),
     ):
         if hasattr(cost, field_name):  # fields the cost model gains with issue 10
             setattr(cost, field_name, value)
