@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -233,3 +235,80 @@ def test_budget_failure_prints_the_check_lines(project: Path) -> None:
     assert re.search(r"FAIL  step_time: median step time \S+ \S+ \(budget 1 ns\)", result.stdout)
     assert "profan check: 0 passed, 1 failed" in result.stdout
     assert "--profan-update-baseline" not in result.stdout  # not a baseline failure
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
+
+
+def _doc_command(pattern: str) -> list[str]:
+    """A command line of docs/ci.md (continuation lines joined), as argv."""
+    text = DOCS.read_text().replace("\\\n", " ")
+    (line,) = re.findall(pattern, text, re.MULTILINE)
+    return shlex.split(line)
+
+
+def _run_doc(
+    project: Path, argv: list[str], variant: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    program = {
+        "pytest": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args()],
+        "profan": [sys.executable, "-m", "profan"],
+    }[argv[0]]
+    return subprocess.run(
+        [*program, *argv[1:]],
+        cwd=project,
+        env={**_env(variant), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_docs_ci_commands_work(tmp_path: Path) -> None:
+    """The commands docs/ci.md gives (record, the workflow's pytest step, profan check --github)
+    run as written on a project laid out as the page says, and annotate the right line."""
+    perf = tmp_path / "tests" / "perf"
+    perf.mkdir(parents=True)
+    (perf / "test_model_perf.py").write_text(
+        textwrap.dedent(PROJECT_TEST).lstrip().replace("budget.toml", "profan.toml")
+    )
+    toml = re.search(r"# tests/perf/profan.toml\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert toml is not None
+    (perf / "profan.toml").write_text(toml.group(1))
+    xla_flags = re.search(r"XLA_FLAGS: (\S+)", DOCS.read_text())
+    assert xla_flags is not None and xla_flags.group(1) == _env("base")["XLA_FLAGS"]
+
+    record = _doc_command(r"^XLA_FLAGS=\S+ (pytest tests/perf --profan-update-baseline)$")
+    assert _run_doc(tmp_path, [*record, "-k", "layer"], "base").returncode == 0
+    workflow = _doc_command(r"^\s+- run: (pytest .*)$")
+    assert workflow[:2] == ["pytest", "tests/perf"]
+    selected = [*workflow, "-k", "layer"]
+    passed = _run_doc(tmp_path, selected, "base", GITHUB_ACTIONS="true")
+    assert passed.returncode == 0, passed.stdout
+    assert "::error" not in passed.stdout
+    check = _doc_command(r"^(profan check .*)$")
+    trace = tmp_path / check[2]
+    assert trace.is_dir()  # --profan-trace-dir wrote it where the page says
+    report = _run_doc(tmp_path, ["profan", "report", check[2], "--format", "json"], "base")
+    assert report.returncode == 0, report.stderr
+    (tmp_path / "accepted-report.json").write_text(report.stdout)
+    shutil.rmtree(tmp_path / "perf-traces")
+
+    failed = _run_doc(tmp_path, selected, "allgather", GITHUB_ACTIONS="true")
+    assert failed.returncode == 1
+    (line,) = _xla_lines(perf, "allgather")["all-gather"]
+    annotation = (
+        f"::error file=tests/perf/test_model_perf.py,line={line},title=baseline.new_collective"
+    )
+    assert failed.stdout.count(annotation) == 2  # the fixture's test and the marked one
+    assert (tmp_path / "perf-junit.xml").is_file()
+
+    checked = _run_doc(tmp_path, check, "allgather")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert re.search(
+        rf"^::error file=tests/perf/test_model_perf\.py,line={line},title=baseline\.new_collective"
+        r"%3A\S+::new collective all-gather",
+        checked.stdout,
+        re.MULTILINE,
+    ), checked.stdout
+    assert (tmp_path / "check.xml").is_file()
