@@ -153,3 +153,24 @@ def test_synthetic_heap_replay_reports_bad_logs() -> None:
     result = replay([HeapEvent(FREE, 1, "m", "x"), HeapEvent(ALLOC, 9, "m", "y")], {1: 8})
     assert result.peak_bytes == 0
     assert len(result.problems) == 2  # freed before placed, unknown buffer
+
+
+@pytest.mark.corpus
+def test_estimate_on_every_corpus_module_xla_accepts(corpus_dir: Path) -> None:
+    """4,457 modules from XLA's tests and benchmarks (most unscheduled, some with shapes left
+    out): the estimate never fails, never goes negative, and what it lists at the peak adds up
+    to the peak (less only the temporaries of called computations, which it says)."""
+    root = corpus_dir / "hlo" / "xla"
+    rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
+    checked = 0
+    for row in rows:
+        if not row.get("xla_parses"):
+            continue
+        memory = estimate(parse_file(root / row["file"]))
+        assert min(memory.argument_bytes, memory.output_bytes, memory.temp_bytes) >= 0
+        listed = sum(b.size_bytes for b in memory.live_at_peak)
+        assert listed <= memory.peak_bytes, row["file"]
+        if listed < memory.peak_bytes:
+            assert any("called computations" in n for n in memory.notes), row["file"]
+        checked += 1
+    assert checked == 4457

@@ -6,16 +6,17 @@ from pathlib import Path
 
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.errors import ConfigError
+from profan.hlo.model import Module
 from profan.memory.assignment import program_memory
 from profan.memory.breakdown import breakdown
 from profan.memory.model import MemoryReport, ProgramMemory
-from profan.memory.source import EmbeddedProgram, decode, from_profile, from_trace
+from profan.memory.source import EmbeddedProgram, decode, decode_proto, from_profile, from_trace
 from profan.trace.profile import DeviceInfo, Profile
 
 
 def hbm_per_device(chip: Chip) -> float:
     """The chip's memory as one device (one trace plane, one JAX device) sees it."""
-    return chip.hbm_bytes / chip.devices_per_chip
+    return chip.device_hbm_capacity_bytes
 
 
 def _finish(report: MemoryReport, chip: Chip | None, module: str | None) -> MemoryReport:
@@ -40,13 +41,17 @@ def _finish(report: MemoryReport, chip: Chip | None, module: str | None) -> Memo
 
 
 def _programs(
-    embedded: list[EmbeddedProgram], use_cache: bool
+    embedded: list[EmbeddedProgram], use_cache: bool, modules: dict[str, Module] | None = None
 ) -> tuple[list[ProgramMemory], list[str]]:
     programs: list[ProgramMemory] = []
     notes: list[str] = []
     without = []
     for item in embedded:
-        proto, module = decode(item, use_cache=use_cache)
+        known = (modules or {}).get(item.key) or (modules or {}).get(item.name)
+        if known is not None:  # already converted by the loader: only the proto is decoded
+            proto, module = decode_proto(item), known
+        else:
+            proto, module = decode(item, use_cache=use_cache)
         found = program_memory(proto, module, item.key)
         if not found:
             without.append(item.key)
@@ -104,7 +109,7 @@ def analyze_profile(
             for p in from_trace(profile.path, profile.run).programs
             if p.key in ran or p.name in ran
         ]
-    programs, notes = _programs(embedded, use_cache)
+    programs, notes = _programs(embedded, use_cache, profile.modules)
     report = MemoryReport(path=profile.path, programs=programs, notes=notes)
     return _finish(report, chip, None)
 

@@ -94,6 +94,10 @@ def _element(shape: Shape, index: tuple[int, ...]) -> Shape | None:
     return shape
 
 
+def _known(shape: Shape | None) -> bool:
+    return shape is not None and (shape.is_tuple or shape.is_array or shape.dtype == "token")
+
+
 def _indices(shape: Shape, prefix: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
     """Every shape index of a shape: the tuple itself first, then its elements, depth first."""
     found = [prefix]
@@ -263,7 +267,7 @@ def estimate(module: Module) -> ProgramMemory:
     fixed: list[Buffer] = []
     aliases = alias_entries(module)
     donated = {number for _, number, _ in aliases}
-    aliased_outputs = {output for output, _, _ in aliases}
+    aliased_outputs: dict[tuple[int, ...], int] = {}  # output index -> the parameter's bytes
     for parameter in entry.params:
         size = allocation_bytes(parameter.shape)
         memory.argument_bytes += size
@@ -272,27 +276,58 @@ def estimate(module: Module) -> ProgramMemory:
             element = _element(parameter.shape, index) if alias_number == number else None
             if element is not None:
                 memory.alias_bytes += allocation_bytes(element)
+                for output, alias_number_, index_ in aliases:
+                    if (alias_number_, index_) == (number, index):
+                        aliased_outputs[output] = buffer_bytes(element)
         kind = ALIASED if number in donated else PARAMETER
         fixed.append(_buffer(module, parameter, size, kind))
     values = _Values(entry)
     root = entry.root
-    outputs: dict[BufferKey, tuple[int, ...]] = {}  # buffer -> first output index holding it
-    for index in _indices(root.shape):
-        outputs.setdefault(values.resolve(root.name, index), index)
-    for (name, index), output_index in outputs.items():
+    seen: set[BufferKey] = set()
+    repeated = 0
+    for output_index in _indices(root.shape):
+        name, index = values.resolve(root.name, output_index)
+        copy = (name, index) in seen
+        seen.add((name, index))
+        if copy:
+            # Two outputs in one buffer: XLA's copy insertion gives the second its own.
+            repeated += 1
         instruction = values.by_name[name]
         element = _element(instruction.shape, index)
         size = buffer_bytes(element) if element is not None else 0
+        donor = aliased_outputs.get(output_index)
+        if donor is not None and donor != size:
+            # A donated output is the parameter's buffer, whatever the text prints for it
+            # (a shape left out, or one that does not match).
+            if _known(element):
+                memory.notes.append(
+                    f"output {{{','.join(map(str, output_index))}}} is {size} B but aliases a "
+                    f"{donor}-byte parameter: counted as the parameter's buffer"
+                )
+            size = donor
         memory.output_bytes += size
-        if size and instruction.opcode != "parameter" and output_index not in aliased_outputs:
-            # An aliased output lives in its parameter's buffer, listed once as that parameter.
+        if size and output_index not in aliased_outputs:
+            # An aliased output lives in its parameter's buffer, listed once as that parameter;
+            # any other output is a buffer of its own (XLA copies a parameter it returns).
             fixed.append(_buffer(module, instruction, size, OUTPUT, index))
+    if repeated:
+        memory.notes.append(
+            f"{repeated} output(s) repeat a buffer another output holds: counted again, as the "
+            "copy XLA adds"
+        )
     for instruction in entry.instructions:
         if instruction.opcode == "constant":
             size = allocation_bytes(instruction.shape)
             memory.constant_bytes += size
             if size:
                 fixed.append(_buffer(module, instruction, size, CONSTANT))
+    unknown = [i.name for i in entry.instructions if not _known(i.shape)]
+    if unknown:
+        memory.notes.append(
+            f"{len(unknown)} instruction(s) without a printed shape count 0 bytes: "
+            + ", ".join(unknown[:5])
+            + (" …" if len(unknown) > 5 else "")
+        )
     peak, at, live, spans = computation_temp_peak(module, entry)
     memory.temp_bytes = peak
     memory.heap_peak_bytes = peak

@@ -105,10 +105,15 @@ def from_trace(path: str | Path, run: str | None = None) -> TracePrograms:
     return result
 
 
+def decode_proto(program: EmbeddedProgram) -> Message:
+    """The decoded HloProto (module and buffer assignment) of one embedded program."""
+    return decode_hlo_proto(program.data, where=f"{program.where}: HloProto of {program.key}")
+
+
 def decode(program: EmbeddedProgram, *, use_cache: bool = True) -> tuple[Message, Module]:
     """The decoded HloProto and profan's model of its module (cached like profan.load's)."""
     where = f"{program.where}: HloProto of {program.key}"
-    proto = decode_hlo_proto(program.data, where=where)
+    proto = decode_proto(program)
 
     def build() -> Module:
         return module_from_proto_bytes(program.data, where=where)
