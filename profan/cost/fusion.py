@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from profan.cost.collectives import attach, collective_info, fused_collective_kind
 from profan.cost.context import CostContext, first_array, size
+from profan.cost.demand import parameter_read_bytes
 from profan.cost.matmul import mark_matrix_math
 from profan.cost.model import OpCost
 from profan.hlo.model import Computation, Instruction
@@ -61,8 +62,12 @@ def _in_place_scatter_bytes(
     return max(0.0, read - buffer + update) + max(0.0, written - size(fusion.shape) + update)
 
 
-def _written_bytes(fusion: Instruction, body: Computation, model: CostContext) -> float:
-    """Each output array written once; an in-place dynamic-update-slice writes only its update."""
+def _written_bytes(
+    fusion: Instruction, body: Computation, model: CostContext, *, through_aliases: bool = False
+) -> float:
+    """Each output array written once; an in-place dynamic-update-slice writes only its update
+    (XLA's accounting looks at the output's producer; ``through_aliases`` also finds the update
+    behind a bitcast of it)."""
     root = body.root
     written = 0.0
     shape = fusion.shape
@@ -75,11 +80,36 @@ def _written_bytes(fusion: Instruction, body: Computation, model: CostContext) -
         producer = root
         if shape.is_tuple and root.opcode == "tuple" and index < len(root.operands):
             producer = body.get(root.operands[index].name) or root
+        while through_aliases and producer.opcode in ("bitcast", "reshape") and producer.operands:
+            producer = body.get(producer.operands[0].name) or producer
+            if producer.opcode not in ("bitcast", "reshape", "dynamic-update-slice"):
+                break
         if producer.opcode == "dynamic-update-slice":
             written += size(model.operand_shape(producer, 1))
         else:
             written += size(leaf)
     return written
+
+
+def _demanded_bytes(
+    instruction: Instruction, body: Computation, model: CostContext, cost: OpCost
+) -> None:
+    """The roofline's bytes: what the body's outputs need of each parameter
+    (``profan.cost.demand``), where that is less than XLA's accounting."""
+    read, partial = parameter_read_bytes(body, model)
+    read += sum(
+        size(c.shape)
+        for c in body.instructions
+        if c.opcode == "constant" and c.shape.num_elements > 1
+    )
+    written = _written_bytes(instruction, body, model, through_aliases=True)
+    if read + written >= cost.hbm_bytes:
+        return
+    cost.roofline_hbm_bytes = read + written
+    cost.derivation.append(
+        f"the fused computation reads only what its outputs need ({read:.0f} B read, "
+        f"{written:.0f} B written; XLA's accounting: {cost.hbm_bytes:.0f} B): " + "; ".join(partial)
+    )
 
 
 def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
@@ -95,7 +125,9 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
     if body is None:
         cost.flops = cost.transcendentals = None
         cost.derivation.append(
-            "fusion: body not available, FLOPs unknown; bytes = operands + outputs"
+            "fusion: body not available, FLOPs unknown; bytes = operands + outputs in full, an "
+            "upper bound (with its body a fusion may read only slices of its operands and update "
+            "its output in place)"
         )
         return cost
     inner_cost = model.computation_cost(body)
@@ -128,6 +160,8 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
             f"in-place scatter: only the scattered rows move ({in_place:.0f} B), "
             "though XLA's accounting charges the whole buffer"
         )
+    else:
+        _demanded_bytes(instruction, body, model, cost)
     cost.derivation.append(
         f"fusion: FLOPs summed over {body.name} ({len(body.instructions)} instructions); "
         "bytes at the fusion boundary only"
