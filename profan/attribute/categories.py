@@ -28,7 +28,7 @@ from profan.hlo.opcodes import (
     MATMUL_OPCODES,
     REDUCTION_OPCODES,
 )
-from profan.hlo.views import backend_config, called_computations
+from profan.hlo.views import backend_config, called_computations, custom_call_target
 
 CATEGORIES = (
     "matmul",
@@ -245,7 +245,7 @@ def _movement_reason(instruction: Instruction, module: Module | None) -> str:
 
 
 def _classify_custom_call(instruction: Instruction) -> Classification:
-    target = instruction.custom_call_target or ""
+    target = custom_call_target(instruction) or ""
     if target in HOST_CUSTOM_CALL_TARGETS:
         return Classification("host", target, f"custom-call {target} moves data to/from host")
     if _MATMUL_TARGET.match(target):

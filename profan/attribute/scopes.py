@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from profan.hlo.model import Instruction, Module
-from profan.hlo.views import source_location
+from profan.hlo.views import metadata, source_location
 
 
 def op_name_of(instruction: Instruction) -> str | None:
     """``metadata={op_name=…}`` of the instruction (None when it has none)."""
-    return instruction.metadata.op_name
+    return metadata(instruction).op_name
 
 
 # JAX wraps transformed code as ``jvp(layer0)`` / ``transpose(jvp(layer0))``; the scope name is
@@ -84,9 +84,9 @@ def source_of(instruction: Instruction, module: Module | None) -> str | None:
     if module is not None:
         location = source_location(module, instruction)
         return str(location) if location is not None else None
-    metadata = instruction.metadata
-    if metadata.source_file and metadata.source_line is not None:
-        return f"{metadata.source_file}:{metadata.source_line}"
+    decoded = metadata(instruction)
+    if decoded.source_file and decoded.source_line is not None:
+        return f"{decoded.source_file}:{decoded.source_line}"
     return None
 
 

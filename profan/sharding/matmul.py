@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from profan.attribute import is_backward, scope_of
-from profan.hlo.views import int_list_attribute
+from profan.hlo.views import int_list_attribute, metadata
 from profan.sharding.model import MatmulSharding
 from profan.sharding.splits import (
     UNKNOWN,
@@ -90,7 +90,7 @@ def dot(propagator: Propagator, site: Site) -> ValueSplit:
             partial_sum_axes=list(partial),
             evidence=evidence,
             batch=(lb, rb),
-            op_name=instruction.metadata.op_name,
+            op_name=metadata(instruction).op_name,
             scope=scope_of(instruction),
             backward=is_backward(instruction),
             annotated=lhs.known or rhs.known,

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from profan.attribute import block_kind
 from profan.errors import HloSyntaxError
 from profan.hlo.model import Instruction, Module
-from profan.hlo.views import source_target_pairs
+from profan.hlo.views import metadata, source_target_pairs
 from profan.sharding.mesh import CollectiveAxes, Mesh
 from profan.sharding.model import MatmulSharding, StrategyLabel
 
@@ -170,7 +170,7 @@ def _expert_weights(matmuls: list[MatmulSharding], axes: set[str]) -> list[str]:
 
 def _expert_op_name(instruction: Instruction | None) -> str | None:
     """The op name of a collective when it names experts (``…/moe/…``, ``…/experts/…``)."""
-    op_name = instruction.metadata.op_name if instruction is not None else None
+    op_name = metadata(instruction).op_name if instruction is not None else None
     if op_name and any(word in op_name.lower() for word in _EXPERT_WORDS):
         return op_name
     return None
