@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
                 dest="user_chips",
                 help="a TOML file of extra chips (same schema as profan/data/chips.toml)",
             )
+        sub.add_argument(
+            "--kernels",
+            metavar="FILE",
+            dest="user_kernels",
+            help="a TOML file of cost models for custom calls profan does not know (same "
+            "schema as profan/data/kernels.toml; `profan report` prints an example entry)",
+        )
         sub.set_defaults(_run=module.run)
     return parser
 
@@ -60,12 +67,23 @@ def _use_chip_file(path: str) -> None:
     os.environ[USER_CHIPS_ENV] = str(path)
 
 
+def _use_kernel_file(path: str) -> None:
+    """Make a user's kernel cost models part of the registry for this run (checked now)."""
+    from profan.cost.kernels import USER_KERNELS_ENV, read_kernel_file
+
+    read_kernel_file(path)
+    # The registry (profan.cost.kernels.registry.registry) honours this.
+    os.environ[USER_KERNELS_ENV] = str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if getattr(args, "user_chips", None):
             _use_chip_file(args.user_chips)
+        if getattr(args, "user_kernels", None):
+            _use_kernel_file(args.user_kernels)
         return int(args._run(args) or 0)
     except ProfanError as error:
         print(f"profan: error: {error}", file=sys.stderr)

@@ -71,3 +71,57 @@ def test_bad_chip_file_is_unusable_input(
     assert main(["report", str(fixtures_dir / "matmul"), "--chips", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "synthetic_bad_chips.toml" in err and "Traceback" not in err
+
+
+def test_kernel_file_gives_a_custom_call_its_model(
+    fixtures_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A user's kernel file (``--kernels FILE``) comes before the built-in registry: mapping the
+    H100 fixture's cuBLASLt target to the ``no-work`` model takes its gemms' FLOPs to 0."""
+    from profan.cost.kernels import USER_KERNELS_ENV
+
+    monkeypatch.delenv(USER_KERNELS_ENV, raising=False)
+    argv = ["report", str(fixtures_dir / "gpu_kernels"), "--format", "json"]
+    assert main(argv) == 0
+    before = {
+        (op["module"], op["name"]): op
+        for op in json.loads(capsys.readouterr().out)["ops"]
+        if op["opcode"] == "custom-call"
+    }
+    gemm = before[("jit_matmul_bf16", "custom-call.1")]
+    meta = json.loads((fixtures_dir / "gpu_kernels/meta.json").read_text())
+    truth = next(p for p in meta["programs"] if p["name"] == "matmul_bf16")["truth"]["flops"]
+    assert gemm["flops"] == truth * gemm["occurrences"]  # 2·4096³ per execution
+    kernel_file = tmp_path / "synthetic_kernels.toml"
+    kernel_file.write_text(
+        '[kernels.synthetic-no-work]\ntargets = ["__cublas$lt$matmul"]\nmodel = "no-work"\n'
+    )
+    assert main([*argv, "--kernels", str(kernel_file)]) == 0
+    after = {
+        (op["module"], op["name"]): op
+        for op in json.loads(capsys.readouterr().out)["ops"]
+        if op["opcode"] == "custom-call"
+    }
+    assert after[("jit_matmul_bf16", "custom-call.1")]["flops"] == 0
+    # a call with another target keeps its model
+    conv = ("jit_conv_bf16", "cudnn-conv.1")
+    assert after[conv]["flops"] == before[conv]["flops"] > 0
+
+
+def test_bad_kernel_file_is_unusable_input(
+    fixtures_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from profan.cost.kernels import USER_KERNELS_ENV
+
+    monkeypatch.delenv(USER_KERNELS_ENV, raising=False)
+    bad = tmp_path / "synthetic_bad_kernels.toml"
+    bad.write_text('[kernels.x]\ntargets = ["a"]\nmodel = "magic"\n')
+    assert main(["report", str(fixtures_dir / "matmul"), "--kernels", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "synthetic_bad_kernels.toml" in err and "magic" in err and "Traceback" not in err

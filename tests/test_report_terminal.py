@@ -66,7 +66,7 @@ def _check_fits(report: Report, width: int, colour: bool) -> str:
         for line in body
         if not line.startswith("  flags:") and not line.startswith("       ")
     )
-    names = [op.name for op in report.ops[:20]]
+    names = [op.label for op in report.ops[:20]]
     assert op_text == "".join(names)
     return plain
 
@@ -199,3 +199,35 @@ def test_sharding_splits_match_the_partition_specs(fixtures_dir: Path) -> None:
     op_data = next(o for o in data["ops"] if o["name"] == partial.name)
     assert op_data["global_shapes"] and op_data["splits"] == partial.splits
     assert Report.from_dict(json.loads(json.dumps(data))).to_dict() == data
+
+
+def test_shared_names_are_shown_with_their_program(fixtures_dir: Path) -> None:
+    """The H100 fixture runs many one-op programs: several have an op called
+    ``custom-call.1``. Each such op is shown as ``program/name``; every label (and every JSON
+    key) is unique, and an op whose name is unique keeps its bare name."""
+    report = _report(fixtures_dir / "gpu_kernels")
+    labels = [op.label for op in report.ops]
+    assert len(set(labels)) == len(labels)
+    assert len({op.key for op in report.ops}) == len(report.ops)
+    shared = [op for op in report.ops if op.name == "custom-call.1"]
+    assert len({op.module for op in shared}) == len(shared) >= 5
+    assert {op.label for op in shared} == {f"{op.module}/custom-call.1" for op in shared}
+    names = [op.name for op in report.ops]
+    for op in report.ops:
+        assert (op.label == op.name) == (names.count(op.name) == 1), op.label
+    text = terminal.render(report, top=len(report.ops), width=200)
+    for op in shared:
+        assert op.label in text
+    again = Report.from_dict(json.loads(json.dumps(report.to_dict())))
+    assert [op.label for op in again.ops] == labels
+
+
+@pytest.mark.slow
+def test_programs_sharing_a_module_name_are_told_apart(corpus_dir: Path) -> None:
+    """In the MI300X attention trace four programs are all called ``jit_matmul``, each with a
+    ``custom-call.1``: the label names the program by its key (``jit_matmul(19)``)."""
+    report = _report(corpus_dir / "traces/mi300x_jax08_attention.xplane.pb")
+    gemms = [op for op in report.ops if op.module == "jit_matmul" and op.name == "custom-call.1"]
+    assert len(gemms) == 4
+    assert all(re.fullmatch(r"jit_matmul\(\d+\)/custom-call\.1", op.label) for op in gemms)
+    assert len({op.label for op in gemms}) == 4

@@ -155,7 +155,8 @@ def _per_step(report: Report, value: float) -> float:
 
 def _matches(op: OpEntry, pattern: str) -> bool:
     return any(
-        fnmatch.fnmatchcase(text, pattern) for text in (op.key, op.name, op.scope or "", op.opcode)
+        fnmatch.fnmatchcase(text, pattern)
+        for text in (op.key, op.name, op.label, op.scope or "", op.opcode)
     )
 
 
@@ -239,9 +240,9 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                     continue
                 results.append(
                     CheckResult(
-                        f"{name}.efficiency:{op.name}",
+                        f"{name}.efficiency:{op.label}",
                         op.efficiency >= op_budget.min_efficiency,
-                        f"{op.name} at {percent(op.efficiency)} of its roofline "
+                        f"{op.label} at {percent(op.efficiency)} of its roofline "
                         f"(budget at least {percent(op_budget.min_efficiency)})",
                         op.source,
                     )
@@ -291,7 +292,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 CheckResult(
                     f"baseline.op:{op.key}",
                     False,
-                    f"{op.name} took {seconds(op.measured_s)} vs {seconds(before.measured_s)} in "
+                    f"{op.label} took {seconds(op.measured_s)} vs {seconds(before.measured_s)} in "
                     f"the baseline ({op.measured_s / before.measured_s - 1:+.0%})",
                     op.source,
                 )
@@ -313,7 +314,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 CheckResult(
                     f"baseline.new_collective:{op.key}",
                     False,
-                    f"new collective {op.name} ({op.opcode}, {seconds(op.measured_s)}) not in the "
+                    f"new collective {op.label} ({op.opcode}, {seconds(op.measured_s)}) not in the "
                     "baseline",
                     op.source,
                 )

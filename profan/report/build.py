@@ -8,6 +8,7 @@ splits.  The only HLO this module touches is what it hands the rules (``rules.Op
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +105,7 @@ def _collective(value: Any) -> dict[str, Any] | None:
 
 
 def _entries(
-    analysis: Analysis, exposed: dict[tuple[str, str], float]
+    analysis: Analysis, exposed: dict[tuple[str, str, str], float]
 ) -> list[tuple[OpEntry, str]]:
     """One entry per row of ``Score.ops`` with its module key, keyed in program order,
     heaviest first."""
@@ -157,14 +158,30 @@ def _entries(
             splits=matmul_splits(matmul) if matmul is not None else None,
             shape=_text(record.get("shape")),
             source=_text(record.get("source")),
-            exposed_s=exposed.get((str(record["module"]), name)),
+            exposed_s=exposed.get((str(record["module"]), module_key, name)),
             async_span_s=_optional(record.get("async_span_s")),
             async_span_n=_optional_int(record.get("async_span_n")),
             exposed_wait_s=_optional(record.get("exposed_wait_s")),
         )
         entries.append((entry, module_key))
+    _label(entries)
     entries.sort(key=lambda pair: -pair[0].measured_s)
     return entries
+
+
+def _label(entries: list[tuple[OpEntry, str]]) -> None:
+    """Each op's name as the report shows it: the bare HLO name where it is unique; else with
+    its program, ``jit_dot/custom-call.1``; else, where several programs share a module name
+    too, with the program's key, ``jit_matmul(19)/custom-call.1``."""
+    names = Counter(entry.name for entry, _ in entries)
+    in_module = Counter((entry.module, entry.name) for entry, _ in entries)
+    for entry, module_key in entries:
+        if names[entry.name] == 1:
+            entry.label = entry.name
+        elif in_module[(entry.module, entry.name)] == 1 or not module_key:
+            entry.label = f"{entry.module}/{entry.name}"
+        else:
+            entry.label = f"{module_key}/{entry.name}"
 
 
 def _scorer_figures(score: Score) -> dict[str, Scalar]:

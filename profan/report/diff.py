@@ -32,8 +32,8 @@ def op_changes(a: Report, b: Report) -> list[OpChange]:
         changes.append(
             OpChange(
                 key,
-                op_a.name if op_a else None,
-                op_b.name if op_b else None,
+                op_a.label if op_a else None,
+                op_b.label if op_b else None,
                 op_a.measured_s if op_a else 0.0,
                 op_b.measured_s if op_b else 0.0,
             )

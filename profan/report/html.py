@@ -116,7 +116,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
         sharding = " ".join(sharding_lines(op)).strip()
         parts.append(
             "<tr>"
-            f"<td class='name'>{e(op.name)}</td><td>{e(op.category)}</td>"
+            f"<td class='name'>{e(op.label)}</td><td>{e(op.category)}</td>"
             f"<td class='num'>{op.occurrences}</td>"
             f"<td class='num'>{'<br>'.join(e(line) for line in measured_lines(op))}</td>"
             f"<td class='num'>{seconds(op.roofline_s)}</td><td>{e(op.bound_by)}</td>"
@@ -131,13 +131,15 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts.append(memory_html_section(report))
     parts.append(f"<h2>Suspicious ops ({len(report.findings)})</h2><ul>")
     # whole-profile findings (no op) in their own group, then one group per op
+    labels = {op.key: op.label for op in report.ops}
     for key, findings in grouped_findings(report.findings):
         if key is None:
             parts.append("<li class='group'><b>profile</b> (whole trace, no single op)<ul>")
         else:
             first = findings[0]
             source = f" ({e(first.source)})" if first.source else ""
-            parts.append(f"<li class='group'><code>{e(first.name or key)}</code>{source}<ul>")
+            label = labels.get(key) or first.name or key
+            parts.append(f"<li class='group'><code>{e(label)}</code>{source}<ul>")
         for f in findings:
             parts.append(
                 f"<li><b class='bad'>{e(f.rule)}</b>: {e(f.message)}. "

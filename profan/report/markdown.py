@@ -59,7 +59,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     for op in report.ops[:top]:
         sharding = " ".join(sharding_lines(op)).strip()
         lines.append(
-            f"| `{_cell(op.name)}` | {op.category} | {op.occurrences} | "
+            f"| `{_cell(op.label)}` | {op.category} | {op.occurrences} | "
             f"{'<br>'.join(measured_lines(op))} | "
             f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "
             f"{si(op.flops)} | {si(op.hbm_bytes + op.ici_bytes, 'B')} | {_cell(sharding)} | "
@@ -68,13 +68,14 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     lines += ["", *memory_markdown_lines(report)]
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
     # whole-profile findings (no op) in their own group, then one group per op
+    labels = {op.key: op.label for op in report.ops}
     for key, findings in grouped_findings(report.findings):
         if key is None:
             lines += ["**profile** (whole trace, no single op)", ""]
         else:
             first = findings[0]
             source = f" ({_cell(first.source)})" if first.source else ""
-            lines += [f"**`{_cell(first.name or key)}`**{source}", ""]
+            lines += [f"**`{_cell(labels.get(key) or first.name or key)}`**{source}", ""]
         for f in findings:
             lines.append(f"- **{f.rule}**: {_cell(f.message)}. *Look at:* {f.look_at}")
         lines.append("")

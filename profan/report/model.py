@@ -59,6 +59,13 @@ class OpEntry:
     async_span_n: int | None = None
     exposed_wait_s: float | None = None
     flags: list[str] = field(default_factory=list)
+    # the name as shown: ``name``, or ``program/name`` where several programs have an op of
+    # that name (profan.report.build); reports written before it existed read back with name
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = self.name
 
     @property
     def achieved_flops_per_s(self) -> float:

@@ -118,7 +118,7 @@ def time_per_step(report: Report) -> Figure:
 def measured_vs_ideal(report: Report, top: int = 15) -> Figure:
     ops = report.ops[:top]
     fig, ax = plt.subplots(figsize=(7, 0.3 * max(len(ops), 4) + 1.2), dpi=100)
-    names = [op.name if len(op.name) < 40 else op.name[:37] + "…" for op in ops]
+    names = [op.label if len(op.label) < 40 else op.label[:37] + "…" for op in ops]
     ys = list(range(len(ops)))[::-1]
     ax.barh(
         [y + 0.2 for y in ys],

@@ -24,28 +24,43 @@ COMPUTE_CATEGORIES = frozenset(
 BOUNDS = ("compute", "hbm", "ici", "host")
 
 
+def _program_key(values: pd.Series) -> pd.Series:
+    """Module keys as plain strings, ``""`` where the module is unknown (as the scorer keys)."""
+    return values.astype(object).where(values.notna(), "").astype(str)
+
+
+def op_identity(ops: pd.DataFrame, name_column: str) -> pd.DataFrame:
+    """(module, program, op name) of each row: what tells one HLO op from another, also when
+    several programs share a module name (``jit_matmul(19)`` and ``jit_matmul(73)``)."""
+    return pd.DataFrame(
+        {
+            "module": ops["module"].astype(str).to_numpy(),
+            "program": _program_key(ops["module_key"]).to_numpy(),
+            "name": ops[name_column].astype(str).to_numpy(),
+        }
+    )
+
+
 def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
     """Category of each event of a profile's op table (from the score's per-op categories);
     ``unmatched`` for events the score has no row for."""
     if len(ops) == 0:
         return np.array([], dtype=object)
-    lookup = score_ops[["module", "name", "category"]].drop_duplicates(["module", "name"])
-    lookup = lookup.astype({"module": str, "name": str})
-    left = pd.DataFrame({"module": ops["module"].astype(str), "name": ops["op_name"].astype(str)})
-    via_name = left.merge(lookup, on=["module", "name"], how="left")["category"]
-    if via_name.isna().all() and "module_key" in ops:
-        left = pd.DataFrame(
-            {"module": ops["module_key"].astype(str), "name": ops["op_name"].astype(str)}
-        )
-        via_name = left.merge(lookup, on=["module", "name"], how="left")["category"]
-    return via_name.fillna("unmatched").to_numpy()
+    lookup = op_identity(score_ops, "name").assign(category=score_ops["category"].to_numpy())
+    merged = op_identity(ops, "op_name").merge(
+        lookup.drop_duplicates(["module", "program", "name"]),
+        on=["module", "program", "name"],
+        how="left",
+    )
+    return merged["category"].fillna("unmatched").to_numpy()
 
 
 @dataclass(slots=True)
 class Overlap:
     """What the timelines say: per-op exposed time and per-device busy/idle/communication."""
 
-    exposed_by_op: dict[tuple[str, str], float]  # (module, op name) -> exposed s, all devices
+    # (module, program, op name) -> exposed seconds, all devices
+    exposed_by_op: dict[tuple[str, str, str], float]
     exposed_comm_s: float  # per device, whole profile
     collective_s: float  # per device, whole profile
     busy_span_s: float  # per device: first op start to last op end
@@ -83,12 +98,10 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
         mine = on_device & is_collective
         comm_total += float((end[mine] - start[mine]).sum())
     n = max(len(devices), 1)
-    frame = pd.DataFrame(
-        {"module": ops["module"].astype(str), "name": ops["op_name"].astype(str), "x": exposed}
-    )[is_hidden_candidate]
+    frame = op_identity(ops, "op_name").assign(x=exposed)[is_hidden_candidate]
     exposed_by_op = {
-        (str(m), str(o)): float(v)
-        for (m, o), v in frame.groupby(["module", "name"])["x"].sum().items()
+        (str(m), str(p), str(o)): float(v)
+        for (m, p, o), v in frame.groupby(["module", "program", "name"])["x"].sum().items()
     }
     all_gaps.sort(key=lambda g: -g.duration_s)
     top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]

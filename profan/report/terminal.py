@@ -104,7 +104,7 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
     for op in report.ops[:top]:
         rows.append(
             {
-                "op": [op.name],
+                "op": [op.label],
                 "category": [op.category],
                 "n": [str(op.occurrences)],
                 "measured": measured_lines(op),
@@ -266,6 +266,7 @@ def render(
         # profile-wide findings first, then one block per op (heaviest first); "look at" advice
         # once per rule
         groups = grouped_findings(report.findings)
+        labels = {op.key: op.label for op in report.ops}
         advised: set[tuple[str, str]] = set()
         shown_ops = 0
         for key, findings in groups:
@@ -276,7 +277,7 @@ def render(
                     break
                 shown_ops += 1
                 first = findings[0]
-                head = first.name or key
+                head = labels.get(key) or first.name or key
                 source = f"  [{short_path(first.source)}]" if first.source else ""
                 out.extend(style(line, "bold") for line in para(f"{head}{source}", width, 2, 4))
             else:
