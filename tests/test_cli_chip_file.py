@@ -33,13 +33,20 @@ all = "a test chip"
 """
 
 
+def _forget_after_the_test(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Unset ``name`` now and again after the test: the CLI sets it in os.environ itself, and
+    monkeypatch only restores variables it has recorded (delenv of an unset one records none)."""
+    monkeypatch.setenv(name, "")
+    monkeypatch.delenv(name)
+
+
 def test_report_scores_against_a_chip_from_the_users_file(
     fixtures_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delenv(USER_CHIPS_ENV, raising=False)
+    _forget_after_the_test(monkeypatch, USER_CHIPS_ENV)
     chip_file = tmp_path / "synthetic_chips.toml"
     chip_file.write_text(SYNTHETIC_CHIP_FILE)
     trace = str(fixtures_dir / "matmul")
@@ -65,7 +72,7 @@ def test_bad_chip_file_is_unusable_input(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delenv(USER_CHIPS_ENV, raising=False)
+    _forget_after_the_test(monkeypatch, USER_CHIPS_ENV)
     bad = tmp_path / "synthetic_bad_chips.toml"
     bad.write_text("[chips.broken\n")
     assert main(["report", str(fixtures_dir / "matmul"), "--chips", str(bad)]) == 2
@@ -83,7 +90,7 @@ def test_kernel_file_gives_a_custom_call_its_model(
     H100 fixture's cuBLASLt target to the ``no-work`` model takes its gemms' FLOPs to 0."""
     from profan.cost.kernels import USER_KERNELS_ENV
 
-    monkeypatch.delenv(USER_KERNELS_ENV, raising=False)
+    _forget_after_the_test(monkeypatch, USER_KERNELS_ENV)
     argv = ["report", str(fixtures_dir / "gpu_kernels"), "--format", "json"]
     assert main(argv) == 0
     before = {
@@ -119,7 +126,7 @@ def test_bad_kernel_file_is_unusable_input(
 ) -> None:
     from profan.cost.kernels import USER_KERNELS_ENV
 
-    monkeypatch.delenv(USER_KERNELS_ENV, raising=False)
+    _forget_after_the_test(monkeypatch, USER_KERNELS_ENV)
     bad = tmp_path / "synthetic_bad_kernels.toml"
     bad.write_text('[kernels.x]\ntargets = ["a"]\nmodel = "magic"\n')
     assert main(["report", str(fixtures_dir / "matmul"), "--kernels", str(bad)]) == 2
