@@ -273,31 +273,38 @@ def test_reconcile_trace_figures() -> None:
     assert weaker_source("cost-estimate", "backend-config") == "cost-estimate"
 
 
-def test_synthetic_apply_hands_sources_and_precision_text_to_the_op_cost() -> None:
-    from dataclasses import dataclass, field
-
+def test_synthetic_apply_hands_sources_precision_and_matrix_math_to_the_op_cost() -> None:
     from profan.chips import get_chip
     from profan.cost.custom_calls import apply
-
-    @dataclass
-    class WithIssue10Fields:  # OpCost as it is gaining flops_source / bytes_source / precision
-        flops: float | None = 0.0
-        transcendentals: float | None = 0.0
-        hbm_bytes_read: float = 0.0
-        hbm_bytes_written: float = 0.0
-        unknown: bool = False
-        dtype: str | None = None
-        flops_source: str | None = None
-        bytes_source: str | None = None
-        precision: str | None = None
-        derivation: list[str] = field(default_factory=list)
+    from profan.cost.model import OpCost
 
     kernel = KernelCost(8.0, 0.0, 4.0, 2.0, "backend-config", "hlo", dtype="f32",
-                        precision=("HIGHEST", "HIGHEST"))  # fmt: skip
-    cost = apply(kernel, WithIssue10Fields())  # type: ignore[arg-type]
+                        precision=("HIGHEST", "HIGHEST"), model="gemm", matrix_math=True)  # fmt: skip
+    cost = apply(kernel, OpCost(0.0, 0.0, 0.0, 0.0))
     assert (cost.flops, cost.hbm_bytes_read, cost.hbm_bytes_written) == (8.0, 4.0, 2.0)
     assert (cost.flops_source, cost.bytes_source) == ("backend-config", "hlo")
-    assert cost.precision == "HIGHEST,HIGHEST"
-    assert get_chip("h100").peak_flops_per_s(cost.dtype, cost.precision).rate == "f32"
-    kernel.algorithm = "ALG_DOT_BF16_BF16_F32_X3"
-    assert apply(kernel, WithIssue10Fields()).precision == "ALG_DOT_BF16_BF16_F32_X3"  # type: ignore[arg-type]
+    assert cost.precision == ("HIGHEST", "HIGHEST") and cost.matrix_math
+    peak = get_chip("h100").peak_flops_per_s(cost.dtype, cost.precision, algorithm=cost.algorithm)
+    assert peak.rate == "f32"
+
+
+def test_synthetic_matrix_math_only_for_matmul_like_kernels() -> None:
+    gemm = _cost(_pallas_matmul('{"custom_call_config": {"body": "TUzv"}}'))
+    assert gemm.matrix_math  # a Pallas matmul by its shapes
+    te = _cost(_te_module("te_fused_attn_forward_ffi", 0))
+    assert te.matrix_math
+    unknown = _cost(
+        _pallas_matmul('{"custom_call_config": {"body": "TUzv"}}').replace(
+            "tpu_custom_call", "my_vendor_kernel"
+        )
+    )
+    assert not unknown.matrix_math and unknown.flops is None
+
+
+def test_synthetic_reconcile_upper_bound() -> None:
+    # a pasted fusion line: every operand and result charged in full, an upper bound
+    assert reconcile(4e9, "upper-bound", 1e9, what="bytes")[:2] == (1e9, "trace")
+    value, source, note = reconcile(4e9, "upper-bound", 5e9, what="bytes")
+    assert (value, source) == (4e9, "upper-bound") and "above" in note
+    assert weaker_source("upper-bound", "trace") == "upper-bound"
+    assert weaker_source("upper-bound", "lower-bound") == "lower-bound"

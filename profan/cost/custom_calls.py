@@ -12,7 +12,7 @@ from profan.cost.context import CostContext
 from profan.cost.kernels import KernelCall, KernelCost, cost_kernel
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
-from profan.hlo.views import backend_config
+from profan.hlo.views import backend_config, custom_call_target, metadata
 
 _KERNEL_NAME = re.compile(r'kernel_name="([^"]+)"')
 
@@ -27,14 +27,14 @@ def kernel_name(instruction: Instruction, config: dict) -> str:
     found = _KERNEL_NAME.search(instruction.attributes.get("frontend_attributes", ""))
     if found:
         return found.group(1)
-    return instruction.metadata.op_name or instruction.name
+    return metadata(instruction).op_name or instruction.name
 
 
 def kernel_call(instruction: Instruction, model: CostContext) -> KernelCall:
     """What the kernel models may know about ``instruction`` (from its line and operands)."""
     config = backend_config(instruction) or {}
     return KernelCall(
-        target=(instruction.custom_call_target or "").strip('"'),
+        target=custom_call_target(instruction) or "",
         operands=model.operand_shapes(instruction),
         result=instruction.shape,
         config=config,
@@ -44,23 +44,16 @@ def kernel_call(instruction: Instruction, model: CostContext) -> KernelCall:
 
 
 def apply(kernel: KernelCost, cost: OpCost) -> OpCost:
-    """Copy a kernel model's figures onto the op's cost."""
+    """Copy a kernel model's figures, their sources and its precision onto the op's cost."""
     cost.flops = kernel.flops
     cost.transcendentals = kernel.transcendentals
     cost.hbm_bytes_read, cost.hbm_bytes_written = kernel.bytes_read, kernel.bytes_written
     cost.unknown = kernel.unknown
     if kernel.dtype is not None:
         cost.dtype = kernel.dtype
-    # OpCost.precision is the text Chip.peak_flops_per_s reads: operand precisions
-    # ("DEFAULT,HIGHEST") or, when the call names one, the dot algorithm.
-    precision = kernel.algorithm or ",".join(kernel.precision) or None
-    for field_name, value in (
-        ("flops_source", kernel.flops_source),
-        ("bytes_source", kernel.bytes_source),
-        ("precision", precision),
-    ):
-        if hasattr(cost, field_name):  # fields the cost model gains with issue 10
-            setattr(cost, field_name, value)
+    cost.flops_source, cost.bytes_source = kernel.flops_source, kernel.bytes_source
+    cost.precision, cost.algorithm = kernel.precision, kernel.algorithm
+    cost.matrix_math = kernel.matrix_math
     cost.derivation.extend(kernel.derivation)
     return cost
 

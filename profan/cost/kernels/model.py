@@ -15,7 +15,14 @@ from profan.hlo.model import Shape
 # kernel author's cost estimate, the trace's stats, a reading of the shapes, a lower bound, or
 # nothing at all.
 Source = Literal[
-    "hlo", "backend-config", "cost-estimate", "trace", "shape-signature", "lower-bound", "unknown"
+    "hlo",
+    "backend-config",
+    "cost-estimate",
+    "trace",
+    "shape-signature",
+    "upper-bound",
+    "lower-bound",
+    "unknown",
 ]
 SOURCES: tuple[str, ...] = typing.get_args(Source)
 SOURCE_MEANINGS: dict[str, str] = {
@@ -24,13 +31,15 @@ SOURCE_MEANINGS: dict[str, str] = {
     "cost-estimate": "the kernel author's cost estimate in the backend config",
     "trace": "the profiler's own per-op figure",
     "shape-signature": "read from the operand shapes (a matmul or attention by its shapes)",
+    "upper-bound": "an upper bound: a fusion seen without its body is charged every operand "
+    "and result in full",
     "lower-bound": "a lower bound (operands plus results; attention with an unknown mask)",
     "unknown": "not known: no model for this kernel",
 }
 # Weakest last: a sum over ops is only as good as its weakest part.
 _SOURCE_RANK = {
     "hlo": 0, "backend-config": 1, "cost-estimate": 2, "shape-signature": 3, "trace": 4,
-    "lower-bound": 5, "unknown": 6,
+    "upper-bound": 5, "lower-bound": 6, "unknown": 7,
 }  # fmt: skip
 ParamValue = str | int | float | bool
 Params = dict[str, ParamValue]
@@ -62,6 +71,9 @@ class KernelCost:
     precision: tuple[str, ...] = ()  # operand precisions (DEFAULT / HIGH / HIGHEST)
     algorithm: str | None = None  # dot algorithm, when the config names one
     model: str = "opaque"
+    # the FLOPs are matrix-unit work (gemm, convolution, attention), measured against the
+    # chip's matrix peak for the dtype and precision; elementwise-like kernels are not
+    matrix_math: bool = False
     rule: str = ""  # the registry entry that matched ("" = none)
     derivation: list[str] = field(default_factory=list)
 
@@ -126,9 +138,10 @@ def reconcile(
 ) -> tuple[float | None, str, str | None]:
     """The figure to use, given the model's and the trace's, with its source and a note.
 
-    The trace fills a figure the model does not know and raises a lower bound; it never goes
-    below the op's own lower bound (so an op with operands never gets 0 bytes from a trace);
-    against a modelled figure it is only reported, when the two are more than 2x apart.
+    The trace fills a figure the model does not know, raises a lower bound and lowers an upper
+    bound; it never goes below the op's own lower bound (so an op with operands never gets 0
+    bytes from a trace) nor above its upper bound; against a modelled figure it is only
+    reported, when the two are more than 2x apart.
     """
     if trace_value is None or math.isnan(trace_value):
         return model_value, model_source, None
@@ -142,6 +155,17 @@ def reconcile(
             model_source,
             (
                 f"the trace's {what} ({trace_value:.4g}) are below the op's own lower bound "
+                f"({model_value:.4g}): not used"
+            ),
+        )
+    if model_source == "upper-bound":
+        if trace_value <= model_value:
+            return trace_value, "trace", None
+        return (
+            model_value,
+            model_source,
+            (
+                f"the trace's {what} ({trace_value:.4g}) are above the op's upper bound "
                 f"({model_value:.4g}): not used"
             ),
         )

@@ -128,6 +128,9 @@ def cost_kernel(call: KernelCall, rules: Sequence[Rule] | None = None) -> Kernel
     model = MODEL_FUNCTIONS[rule.model] if rule else opaque.opaque
     cost = model(call, rule.params if rule else {})
     cost.rule = rule.name if rule else ""
+    # Matrix-unit work is measured against the matrix peak; a Pallas/Triton kernel with known
+    # FLOPs may use the matrix units too (the higher peak keeps its ideal time a lower bound).
+    cost.matrix_math = bool(cost.flops) and (cost.model in MATRIX_MODELS or cost.model == "pallas")
     if rule is None:
         cost.derivation.insert(0, f"custom-call {call.target or '?'}: no kernel model matches")
     else:
@@ -136,6 +139,11 @@ def cost_kernel(call: KernelCall, rules: Sequence[Rule] | None = None) -> Kernel
     return cost
 
 
+# Models whose FLOPs are matmuls: gemms, convolutions, attention.
+MATRIX_MODELS = frozenset(
+    {"gemm", "te-gemm", "grouped-gemm", "convolution", "cudnn-fmha", "te-attention",
+     "attention-shapes"}
+)  # fmt: skip
 MODEL_FUNCTIONS: dict[str, Callable[[KernelCall, Params], KernelCost]] = {
     "gemm": gemm.gemm,
     "te-gemm": gemm.te_gemm,
