@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
+from profan.hlo import views
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.shapes import shape_to_text
 from profan.memory.heap import HeapEvent, HeapReplay, replay
@@ -119,8 +120,8 @@ def _buffer(
     if instruction is not None:
         element = _element_shape(instruction.shape, logical.shape_index)
         shape_text = shape_to_text(element) if element is not None else ""
-        op_path = instruction.metadata.op_name
-        location = names.module.source_location(instruction) if names.module else None
+        op_path = views.metadata(instruction).op_name
+        location = views.source_location(names.module, instruction) if names.module else None
         source = str(location) if location is not None else None
     return Buffer(
         name=label,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from profan.cost.bytes import array_bytes, memory_space
+from profan.hlo import views
 from profan.hlo.model import Computation, Instruction, Module, Shape
 from profan.hlo.shapes import shape_to_text
 from profan.hlo.views import called_computations
@@ -230,7 +231,7 @@ def computation_temp_peak(
 def _buffer(
     module: Module, instruction: Instruction, size: int, kind: str, index: tuple[int, ...] = ()
 ) -> Buffer:
-    location = module.source_location(instruction)
+    location = views.source_location(module, instruction)
     element = _element(instruction.shape, index) or instruction.shape
     return Buffer(
         name=instruction.name + ("{" + ",".join(map(str, index)) + "}" if index else ""),
@@ -240,7 +241,7 @@ def _buffer(
         opcode=instruction.opcode,
         computation=instruction.computation or "",
         source=str(location) if location is not None else None,
-        op_path=instruction.metadata.op_name,
+        op_path=views.metadata(instruction).op_name,
         parameter_number=instruction.parameter_number,
     )
 
