@@ -321,3 +321,37 @@ def test_xprof_line_with_elided_operands_reads_a_lower_bound() -> None:
     shown = estimate(parse_instruction(line.replace("(...)", "(bf16[32,32,8192]{2,1,0} %p0)")))
     assert not shown.hbm_bytes_read_is_lower_bound
     assert shown.hbm_bytes_read == 32 * 32 * 8192 * 2
+
+
+@pytest.mark.parametrize(
+    ("line", "flops"),
+    [
+        # 256 complex transforms of 4,096 points: 256 x 5 x 4096 x 12
+        (
+            "%f = c64[256,4096]{1,0} fft(c64[256,4096]{1,0} %x), fft_type=FFT, fft_length={4096}",
+            256 * 5 * 4096 * 12,
+        ),
+        # 2-D: one transform of 64 x 64 = 4,096 points per image
+        (
+            "%f = c64[256,64,64]{2,1,0} fft(c64[256,64,64]{2,1,0} %x), fft_type=IFFT, "
+            "fft_length={64,64}",
+            256 * 5 * 4096 * 12,
+        ),
+        # real input: half a complex transform of the same length
+        (
+            "%f = c64[256,2049]{1,0} fft(f32[256,4096]{1,0} %x), fft_type=RFFT, fft_length={4096}",
+            256 * 2.5 * 4096 * 12,
+        ),
+        # real output: the points are the output's last dim
+        (
+            "%f = f32[8,30]{1,0} fft(c64[8,16]{1,0} %x), fft_type=IRFFT, fft_length={30}",
+            8 * 2.5 * 30 * math.log2(30),
+        ),
+        # a one-point transform is a copy
+        ("%f = c64[8,1]{1,0} fft(c64[8,1]{1,0} %x), fft_type=FFT, fft_length={1}", 0),
+    ],
+)
+def test_synthetic_fft_counts_5_n_log2_n_per_complex_transform(line: str, flops: float) -> None:
+    cost = estimate(parse_instruction(line))
+    assert cost.flops == pytest.approx(flops, rel=1e-12)
+    assert cost.flops_source == "hlo"

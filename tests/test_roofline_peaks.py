@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,20 @@ def test_elementwise_math_keeps_its_dtype_rate() -> None:
     times = op_times(cost, h100)
     assert not cost.matrix_math and times.peak == "f32"
     assert times.t_compute_s == pytest.approx(4096 / h100.peak_flops["f32"])
+
+
+def test_h100_ffts_count_5_n_log2_n_as_the_fixture_truth_says(h100_kernels) -> None:
+    # meta.json truth: 256 transforms of 4,096 points (1-D and 64x64) = 62,914,560 FLOPs; the real
+    # transform half that.  (XLA's cost_analysis says 100,663,296 and 301,989,888: another
+    # formula, which grows with the number of dims; profan follows the FFT literature.)
+    truth = {
+        p["module_name"]: p["truth"]
+        for p in json.loads((FIXTURES / "gpu_kernels" / "meta.json").read_text())["programs"]
+        if "fft" in p["name"]
+    }
+    ops = h100_kernels.ops[h100_kernels.ops["opcode"] == "fft"].set_index("module")
+    assert set(ops.index) == set(truth)
+    for module, facts in truth.items():
+        row = ops.loc[module]
+        expected = facts.get("flops") or facts["flops_complex_equivalent"] / 2
+        assert row["flops"] == expected * row["occurrences"], module
