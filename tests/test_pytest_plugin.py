@@ -100,8 +100,8 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _failure(output: str, test: str) -> str:
     """The failure section of one test in pytest's output."""
     start = output.index(f"_ {test} _")
-    end = output.find("\n___", start + 1)
-    return output[start : end if end > 0 else None]
+    ends = [output.find(mark, start + 1) for mark in ("\n___", "\n===")]
+    return output[start : min((e for e in ends if e > 0), default=len(output))]
 
 
 def test_entry_point_and_extra_are_declared() -> None:
