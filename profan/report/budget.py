@@ -238,6 +238,18 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
             for op in chosen:
                 if op.efficiency is None:
                     continue
+                if not op.cost_known:  # the efficiency is only a lower bound: no verdict
+                    results.append(
+                        CheckResult(
+                            f"{name}.efficiency:{op.label}",
+                            True,
+                            f"{op.label} not judged: its FLOPs/bytes are {op.flops_source}/"
+                            f"{op.bytes_source}, so {percent(op.efficiency)} is only a lower "
+                            "bound on its efficiency (add a kernel model: --kernels FILE)",
+                            op.source,
+                        )
+                    )
+                    continue
                 results.append(
                     CheckResult(
                         f"{name}.efficiency:{op.label}",

@@ -162,6 +162,11 @@ def _entries(
             async_span_s=_optional(record.get("async_span_s")),
             async_span_n=_optional_int(record.get("async_span_n")),
             exposed_wait_s=_optional(record.get("exposed_wait_s")),
+            flops_source=_text(record.get("flops_source")),
+            bytes_source=_text(record.get("bytes_source")),
+            peak=_text(record.get("peak")),
+            trace_flops=_optional(record.get("trace_flops")),
+            trace_bytes=_optional(record.get("trace_bytes")),
         )
         entries.append((entry, module_key))
     _label(entries)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from profan.report.model import Finding
+from profan.cost.kernels import SOURCE_MEANINGS
+from profan.report.model import Finding, OpEntry
 
 
 def seconds(value: float | None) -> str:
@@ -82,3 +83,87 @@ def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Fin
     groups: list[tuple[str | None, list[Finding]]] = [(None, profile)] if profile else []
     groups.extend(by_op.items())
     return groups
+
+
+# How a FLOPs or bytes figure shows where it came from (``hlo``: no mark).
+SOURCE_MARKS = {"backend-config": "(c)", "cost-estimate": "(e)", "trace": "(t)",
+                "shape-signature": "(s)", "lower-bound": "≥", "unknown": "?"}  # fmt: skip
+# The trace's own figure is shown beside profan's when they differ by more than this factor.
+TRACE_DISAGREES = 2.0
+
+
+def _marked(value: float | None, source: str | None, unit: str) -> str:
+    if source == "unknown":
+        return "?"
+    text = si(value, unit)
+    if source == "lower-bound":
+        return "≥" + text
+    mark = SOURCE_MARKS.get(source or "")
+    return f"{text}{mark}" if mark else text
+
+
+def _disagrees(model: float, trace: float | None) -> bool:
+    if trace is None or trace < 0:
+        return False
+    low, high = sorted((model, trace))
+    return high > 0 and (low == 0 or high / low > TRACE_DISAGREES)
+
+
+def flops_lines(op: OpEntry) -> list[str]:
+    """The FLOPs cell: the figure marked with its source, and the trace's own where it differs
+    more than 2x."""
+    lines = [_marked(op.flops, op.flops_source, "")]
+    if _disagrees(op.flops, op.trace_flops):
+        lines.append(f"trace {si(op.trace_flops)}")
+    return lines
+
+
+def bytes_lines(op: OpEntry) -> list[str]:
+    """The bytes cell (HBM + interconnect), marked like ``flops_lines``."""
+    lines = [_marked(op.hbm_bytes + op.ici_bytes, op.bytes_source, "B")]
+    if _disagrees(op.hbm_bytes, op.trace_bytes):
+        lines.append(f"trace {si(op.trace_bytes, 'B')}")
+    return lines
+
+
+def sources_legend(ops: list[OpEntry]) -> str | None:
+    """What the marks in these ops' FLOPs and bytes cells mean (only the marks that occur)."""
+    used = {source for op in ops for source in (op.flops_source, op.bytes_source) if source}
+    marks = [(SOURCE_MARKS[s], SOURCE_MEANINGS.get(s, s)) for s in SOURCE_MARKS if s in used]
+    trace = any(
+        _disagrees(op.flops, op.trace_flops) or _disagrees(op.hbm_bytes, op.trace_bytes)
+        for op in ops
+    )
+    if not marks and not trace:
+        return None
+    parts = [f"{mark} {meaning}" for mark, meaning in marks]
+    if trace:
+        parts.append(f"trace X: the profiler's own figure, more than {TRACE_DISAGREES:g}x off")
+    return "FLOPs and bytes come from the HLO unless marked: " + "; ".join(parts)
+
+
+def mfu_text(mfu: float | None, peak_dtype: object, peak_source: object) -> str:
+    """``8.3% of the bf16 peak (catalogue)``; never a share above 100%."""
+    peak = f"the {peak_dtype} peak" if peak_dtype else "the peak"
+    source = f" ({peak_source})" if peak_source else ""
+    if mfu is not None and mfu > 1:
+        return (
+            f"above 100% of {peak}{source}, which cannot be: the FLOPs counted exceed what the "
+            "chip can do in the step (work counted twice, or a peak figure too low)"
+        )
+    return f"{percent(mfu)} of {peak}{source}"
+
+
+def step_share_text(ideal_s: float | None, measured_s: float | None) -> str | None:
+    """``the step runs at 59.2% of its roofline (ideal … vs measured …, mean)``; where the ideal
+    is longer than the measured step (which cannot be) the words say so instead of a share."""
+    if not ideal_s or not measured_s:
+        return None
+    times = f"ideal {seconds(ideal_s)} vs measured {seconds(measured_s)}, mean per step"
+    if ideal_s > measured_s:
+        return (
+            f"the ideal step is longer than the measured one ({times}), which cannot be: work "
+            "counted in the ideal overlapped in the measured step (async transfers) or ran "
+            "outside its window; no share is shown"
+        )
+    return f"the step runs at {percent(ideal_s / measured_s)} of its roofline ({times})"

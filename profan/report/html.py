@@ -5,7 +5,17 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.format import (
+    bytes_lines,
+    flops_lines,
+    grouped_findings,
+    mfu_text,
+    percent,
+    seconds,
+    si,
+    sources_legend,
+    step_share_text,
+)
 from profan.report.memory import html_section as memory_html_section
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
@@ -54,11 +64,8 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
             f"median {seconds(s.step_time_median_s)}, min "
             f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)}",
         ),
-        ("MFU", percent(s.mfu)),
-        (
-            "ideal step (roofline)",
-            f"{seconds(s.step_ideal_s)} vs measured {seconds(s.step_measured_s)} (mean)",
-        ),
+        ("MFU", mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))),
+        ("ideal step (roofline)", step_share_text(s.step_ideal_s, s.step_measured_s) or "-"),
         (
             "exposed communication",
             f"{seconds(s.exposed_comm_s)} per device "
@@ -93,7 +100,9 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     devices = max(s.device_count, 1)
     parts.append(
         f"<p>measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
-        "n executions (n counts every device).</p>"
+        "n executions (n counts every device)."
+        + (f" {e(legend)}." if (legend := sources_legend(report.ops[:top])) else "")
+        + "</p>"
     )
     parts.append("<table id='ops'><tr>")
     columns = [
@@ -121,8 +130,8 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
             f"<td class='num'>{'<br>'.join(e(line) for line in measured_lines(op))}</td>"
             f"<td class='num'>{seconds(op.roofline_s)}</td><td>{e(op.bound_by)}</td>"
             f"<td class='num {_efficiency_class(op.efficiency)}'>{percent(op.efficiency)}</td>"
-            f"<td class='num'>{si(op.flops)}</td>"
-            f"<td class='num'>{si(op.hbm_bytes + op.ici_bytes, 'B')}</td>"
+            f"<td class='num'>{'<br>'.join(e(x) for x in flops_lines(op))}</td>"
+            f"<td class='num'>{'<br>'.join(e(x) for x in bytes_lines(op))}</td>"
             f"<td>{e(sharding)}</td><td>{e(op.source or '')}</td>"
             f"<td class='bad'>{e(', '.join(op.flags))}</td></tr>"
         )

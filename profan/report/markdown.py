@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.format import (
+    bytes_lines,
+    flops_lines,
+    grouped_findings,
+    mfu_text,
+    percent,
+    seconds,
+    si,
+    sources_legend,
+    step_share_text,
+)
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
@@ -15,6 +25,9 @@ def _cell(text: str) -> str:
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
     s, d, chip = report.summary, report.device, report.chip
     devices = s.device_count
+    mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
+    step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
+    legend = sources_legend(report.ops[:top])
     lines = [f"# profan report: `{report.trace.get('path', '')}`", ""]
     lines += [
         "| | |",
@@ -25,9 +38,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| steps | {s.step_count} |",
         f"| step time | median {seconds(s.step_time_median_s)}, min "
         f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",
-        f"| MFU | {percent(s.mfu)} |",
-        f"| ideal step (roofline) | {seconds(s.step_ideal_s)} vs measured "
-        f"{seconds(s.step_measured_s)} (mean) |",
+        f"| MFU | {_cell(mfu)} |",
+        f"| ideal step (roofline) | {_cell(step_share or '-')} |",
         f"| exposed communication | {seconds(s.exposed_comm_s)} per device "
         f"({percent(s.exposed_comm_share)} of the busy span) |",
         f"| idle | {seconds(s.idle_s)} per device inside the busy span, "
@@ -50,7 +62,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         "",
         f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
         "executions (n counts every device); for async ops, measured is the exposed wait (w) and "
-        "span T/k the start-to-done time summed over the k executions the trace records.",
+        "span T/k the start-to-done time summed over the k executions the trace records."
+        + (f" {legend}." if legend else ""),
         "",
         "| op | category | n | measured | ideal | bound | eff | FLOPs | bytes | sharding | source"
         " | flags |",
@@ -62,7 +75,8 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             f"| `{_cell(op.label)}` | {op.category} | {op.occurrences} | "
             f"{'<br>'.join(measured_lines(op))} | "
             f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "
-            f"{si(op.flops)} | {si(op.hbm_bytes + op.ici_bytes, 'B')} | {_cell(sharding)} | "
+            f"{'<br>'.join(flops_lines(op))} | {'<br>'.join(bytes_lines(op))} | "
+            f"{_cell(sharding)} | "
             f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
         )
     lines += ["", *memory_markdown_lines(report)]

@@ -59,6 +59,14 @@ class OpEntry:
     async_span_n: int | None = None
     exposed_wait_s: float | None = None
     flags: list[str] = field(default_factory=list)
+    # where flops and hbm_bytes/ici_bytes come from (profan.cost.kernels.SOURCES: hlo,
+    # backend-config, cost-estimate, trace, shape-signature, lower-bound, unknown)
+    flops_source: str | None = None
+    bytes_source: str | None = None
+    peak: str | None = None  # the FLOP/s peak the compute term used: bf16, tf32, bf16/6, …
+    # the profiler's own figures (totals like flops/hbm_bytes) where the trace has them
+    trace_flops: float | None = None
+    trace_bytes: float | None = None
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
     # that name (profan.report.build); reports written before it existed read back with name
     label: str = ""
@@ -66,6 +74,13 @@ class OpEntry:
     def __post_init__(self) -> None:
         if not self.label:
             self.label = self.name
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether the FLOPs and bytes are known (not unknown, not only a lower bound): only
+        then is the ideal time an ideal, and the efficiency more than a lower bound."""
+        uncertain = {"unknown", "lower-bound"}
+        return self.flops_source not in uncertain and self.bytes_source not in uncertain
 
     @property
     def achieved_flops_per_s(self) -> float:

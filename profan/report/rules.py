@@ -11,7 +11,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from profan.cost.kernels import EXAMPLE_ENTRY, MODELS
 from profan.hlo.model import Instruction, Module
+from profan.hlo.views import custom_call_target
 from profan.report.config import RuleConfig
 from profan.report.format import seconds
 from profan.report.hlo_checks import (
@@ -106,7 +108,9 @@ def _far_candidates(ops: list[OpContext], config: RuleConfig) -> list[OpContext]
 
 
 @rule(
-    "far-from-roofline", "efficiency (ideal / measured, or / span for async ops) below a threshold"
+    "far-from-roofline",
+    "efficiency (ideal / measured, or / span for async ops) below a threshold; never for an op "
+    "whose FLOPs or bytes are unknown or only a lower bound",
 )
 def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     out = []
@@ -114,6 +118,8 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
         e = c.entry
         if e.efficiency is None or e.roofline_s <= 0 or e.efficiency >= config.efficiency_below:
             continue
+        if not e.cost_known:
+            continue  # its ideal is only a lower bound: `cost-unknown` says so instead
         span = _span_all_executions(e)
         if span is not None and e.async_span_n:
             # An async transfer: efficiency is over its start-to-done span; what it can cost the
@@ -146,6 +152,45 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
                 f" vs ideal {seconds(e.roofline_s)} (all devices)",
                 look,
                 e.measured_s - e.roofline_s,
+            )
+        )
+    return out
+
+
+def _kernel_example(target: str) -> str:
+    """The registry's example entry on one line, for ``target``."""
+    lines = [line.split("#")[0].strip() for line in EXAMPLE_ENTRY.splitlines()]
+    text = " ".join(line for line in lines if line).replace("my_flash_attention_fwd", target)
+    return f"{text} (models: {', '.join(MODELS)})"
+
+
+@rule("cost-unknown", "ops whose FLOPs or bytes profan cannot cost (a custom call with no model)")
+def cost_unknown(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
+    by_target: dict[str, list[OpContext]] = defaultdict(list)
+    for c in ops:
+        e = c.entry
+        if "unknown" not in (e.flops_source, e.bytes_source):
+            continue
+        target = custom_call_target(c.instruction) if c.instruction is not None else None
+        by_target[target or e.opcode].append(c)
+    out = []
+    for target, group in by_target.items():
+        group.sort(key=lambda c: -c.entry.measured_s)
+        total = sum(c.entry.measured_s for c in group)
+        unknown = sorted(
+            {what for c in group for what, source in (("FLOPs", c.entry.flops_source),
+             ("bytes", c.entry.bytes_source)) if source == "unknown"}
+        )  # fmt: skip
+        names = ", ".join(c.entry.label for c in group[:3]) + (", …" if len(group) > 3 else "")
+        out.append(
+            _finding(
+                group[0],
+                "cost-unknown",
+                f"{' and '.join(unknown)} of {target} unknown: {len(group)} op(s) ({names}), "
+                f"{seconds(total)} (all devices); no efficiency is judged for them",
+                "add a cost model in a TOML file given with --kernels FILE (schema: "
+                f"profan/data/kernels.toml), e.g. {_kernel_example(target)}",
+                total,
             )
         )
     return out

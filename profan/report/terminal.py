@@ -6,7 +6,17 @@ import os
 import sys
 from typing import IO
 
-from profan.report.format import grouped_findings, percent, seconds, si
+from profan.report.format import (
+    bytes_lines,
+    flops_lines,
+    grouped_findings,
+    mfu_text,
+    percent,
+    seconds,
+    si,
+    sources_legend,
+    step_share_text,
+)
 from profan.report.layout import (
     DEFAULT_WIDTH,
     Column,
@@ -112,8 +122,8 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
                 "ideal": [seconds(op.roofline_s)],
                 "bound": [op.bound_by],
                 "eff": [efficiency_text(op.efficiency, style)],
-                "FLOPs": [si(op.flops)],
-                "bytes": [si(op.hbm_bytes + op.ici_bytes, "B")],
+                "FLOPs": flops_lines(op),
+                "bytes": bytes_lines(op),
                 "sharding": sharding_lines(op),
                 "source": [short_path(op.source)] if op.source else [],
                 "flags": [f + "," for f in op.flags[:-1]] + op.flags[-1:],
@@ -191,20 +201,16 @@ def render(
         )
     else:
         field("steps", "none marked in the trace")
-    mfu = s.mfu
-    step_ideal, step_measured = s.step_ideal_s, s.step_measured_s
-    if step_ideal and step_measured:
+    mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
+    step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
+    if step_share is not None:
         # The step is the honest comparison: async waits make a per-op sum of ideals misleading.
-        field(
-            "MFU",
-            f"{percent(mfu)}; the step runs at {percent(step_ideal / step_measured)} of its "
-            f"roofline (ideal {seconds(step_ideal)} vs measured {seconds(step_measured)}, mean)",
-        )
+        field("MFU", f"{mfu}; {step_share}")
     else:
         op_time_per_device = s.total_op_time_s / devices
         field(
             "MFU",
-            f"{percent(mfu)}; ideal (roofline) {seconds(s.ideal_time_s)} vs measured op "
+            f"{mfu}; ideal (roofline) {seconds(s.ideal_time_s)} vs measured op "
             f"time {seconds(op_time_per_device)}, per device",
         )
     exposed_colour = "yellow" if s.exposed_comm_share > 0.1 else "green"
@@ -258,6 +264,9 @@ def render(
             hang=2,
         )
     )
+    legend = sources_legend(report.ops[:top])
+    if legend:
+        out.extend(style(line, "dim") for line in para(legend, width, hang=2))
     out.extend(op_table(report, top, width, style))
     out.append("")
     out.extend(memory_terminal_lines(report, width))
