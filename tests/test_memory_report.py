@@ -148,3 +148,14 @@ def test_check_command_fails_on_the_memory_budget(tmp_path: Path, capsys) -> Non
     assert "peak_hbm" in out and "410kB" in out
     toml.write_text("[budget]\npeak_hbm_bytes = 'big'\n")
     assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 2
+
+
+def test_report_of_a_json_trace_with_hlo_dumps_has_no_memory_section(tmp_path: Path) -> None:
+    """trace.json files carry no compiled programs: the report still builds, without memory."""
+    run = tmp_path / "plugins" / "profile" / "r1"
+    run.mkdir(parents=True)
+    (json_trace,) = (FIXTURES / "mlp" / "trace").rglob("*.trace.json.gz")
+    (run / json_trace.name).write_bytes(json_trace.read_bytes())
+    report = build_report(analyse(tmp_path, hlo=str(FIXTURES / "mlp" / "hlo")))
+    assert report.ops and report.memory == []
+    assert not [f for f in report.findings if f.rule == "undonated-input"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profan.chips import Chip, chip_for_device, get_chip
-from profan.errors import ConfigError
+from profan.errors import ConfigError, TraceError
 from profan.hlo.model import Module
 from profan.memory.assignment import program_memory
 from profan.memory.breakdown import breakdown
@@ -101,16 +101,20 @@ def analyze_profile(
     """The memory of the programs that ran in a loaded profile (needs ``Profile.hlo_protos``;
     falls back to reading the trace's metadata plane again when the loader did not keep them)."""
     embedded = from_profile(profile)
-    if not embedded:
-        # Modules the loader took from --hlo dumps are keyed by name, the others name(id).
-        ran = set(profile.modules)
-        embedded = [
-            p
-            for p in from_trace(profile.path, profile.run).programs
-            if p.key in ran or p.name in ran
-        ]
+    # Modules the loader took from --hlo dumps are keyed by name, the others name(id).
+    ran = set(profile.modules)
+    covered = {p.key for p in embedded} | {p.name for p in embedded}
+    unread: list[str] = []
+    if ran - covered:
+        # The loader kept no bytes for these: read the trace's metadata plane for them.
+        try:
+            found = from_trace(profile.path, profile.run).programs
+        except TraceError as error:  # e.g. a trace.json: no compiled programs in it
+            found = []
+            unread.append(f"no buffer assignment read: {error}")
+        embedded += [p for p in found if (p.key in ran or p.name in ran) and p.key not in covered]
     programs, notes = _programs(embedded, use_cache, profile.modules)
-    report = MemoryReport(path=profile.path, programs=programs, notes=notes)
+    report = MemoryReport(path=profile.path, programs=programs, notes=unread + notes)
     return _finish(report, chip, None)
 
 
