@@ -73,7 +73,9 @@ def test_every_corpus_instruction_is_costed_with_its_source(corpus_dir: Path) ->
             assert cost.flops == _einsum(instruction, lhs, rhs), where
             dots += 1
         score_module(module, "tpu-v5e")  # must not raise either
-    assert modules > 4400 and instructions > 150_000 and dots > 1000 and unknown_shapes > 0
+    # (XLA infers every shape the text leaves out; so does profan's parser, or it marks the
+    # shape unknown and the cost says so: test_cost_sources covers such a line.)
+    assert modules > 4400 and instructions > 150_000 and dots > 1000
     assert len(inconsistent) <= 3, inconsistent
 
 

@@ -130,6 +130,7 @@ def test_a_fusion_line_alone_says_its_bytes_are_an_upper_bound() -> None:
     cost = estimate(parse_instruction(line + ", calls=%fused_layer"))
     assert cost.hbm_bytes == 16 * 4096 * 8192 * 2 + 4 + 4096 * 8192 * 2
     assert any("upper bound" in note for note in cost.derivation)
+    assert cost.bytes_source == "upper-bound"
 
 
 def test_roofline_bytes_never_exceed_xlas_on_any_module(corpus_dir: Path) -> None:

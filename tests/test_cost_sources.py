@@ -20,15 +20,24 @@ def test_ops_of_a_real_module_are_costed_from_the_hlo() -> None:
     assert {(c.flops_source, c.bytes_source) for c in costs} == {("hlo", "hlo")}
 
 
-def test_a_pasted_fusion_line_has_unknown_flops_and_hlo_bytes() -> None:
+def test_a_pasted_fusion_line_has_unknown_flops_and_upper_bound_bytes() -> None:
     cost = estimate(parse_instruction("%f = f32[8]{0} fusion(f32[8]{0} %x), kind=kLoop, calls=%b"))
     assert cost.flops is None and cost.flops_source == "unknown"
-    assert cost.hbm_bytes == 64 and cost.bytes_source == "hlo"
+    assert cost.hbm_bytes == 64 and cost.bytes_source == "upper-bound"
 
 
 def test_elided_operands_make_bytes_a_lower_bound() -> None:
     cost = estimate(parse_instruction("%f = f32[8]{0} fusion(...), kind=kLoop, calls=%b"))
     assert cost.bytes_source == "lower-bound" and cost.hbm_bytes == 32  # the result only
+
+
+def test_a_line_whose_shape_cannot_be_inferred_costs_unknown_not_zero() -> None:
+    # operands named but not shown: nothing to infer the result's shape from
+    line = parse_instruction("%a = add(%x, %y)")
+    assert is_unknown(line.shape)
+    cost = estimate(line)
+    assert cost.flops is None and cost.unknown and cost.flops_source == "unknown"
+    assert cost.bytes_source == "lower-bound" and cost.hbm_bytes == 0
 
 
 def test_a_shape_the_text_left_out_makes_the_cost_unknown(corpus_dir: Path) -> None:

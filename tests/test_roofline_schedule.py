@@ -9,6 +9,7 @@ from pathlib import Path
 
 from profan.hlo.model import Instruction
 from profan.hlo.parser import parse_module
+from profan.hlo.views import called_computations
 from profan.roofline import score_module
 
 
@@ -42,7 +43,7 @@ def test_every_corpus_loop_body_runs_its_recorded_trip_count(corpus_dir: Path) -
         module = parse_module(text, file=str(path))
         callers: dict[str, int] = {}
         for instruction in module.instructions():
-            for name in instruction.called_computations:
+            for name in called_computations(instruction):
                 callers[name] = callers.get(name, 0) + 1
         table = None
         for instruction in module.entry.instructions:

@@ -108,10 +108,6 @@ class CostModel(CostContext):
             )
         if cost.flops is None:
             cost.flops_source = "unknown"
-        if instruction.opcode == "custom-call" and cost.flops_source != "unknown":
-            # a library or Pallas kernel that does math: assume the matrix units may run it, so
-            # its ideal time stays a lower bound
-            cost.matrix_math = cost.matrix_math or bool(cost.flops)
         if instruction.operands_elided:
             cost.hbm_bytes_read_is_lower_bound = True
             cost.bytes_source = weaker_source(cost.bytes_source, "lower-bound")

@@ -124,6 +124,7 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
         )
     if body is None:
         cost.flops = cost.transcendentals = None
+        cost.bytes_source = "upper-bound"
         cost.derivation.append(
             "fusion: body not available, FLOPs unknown; bytes = operands + outputs in full, an "
             "upper bound (with its body a fusion may read only slices of its operands and update "
