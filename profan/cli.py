@@ -27,6 +27,10 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Commands that read traces and so take --scheduler (the per-host map on a Dask cluster).
+TRACE_COMMANDS = frozenset({"report", "check", "diff", "annotate"})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="profan",
@@ -53,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="a TOML file of cost models for custom calls profan does not know (same "
             "schema as profan/data/kernels.toml; `profan report` prints an example entry)",
         )
+        if name in TRACE_COMMANDS:
+            sub.add_argument(
+                "--scheduler",
+                metavar="ADDRESS",
+                dest="dask_scheduler",
+                help="read the hosts on this Dask scheduler's workers (default: $PROFAN_SCHEDULER,"
+                " else local processes; extra [dask])",
+            )
         sub.set_defaults(_run=module.run)
     return parser
 
@@ -84,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             _use_chip_file(args.user_chips)
         if getattr(args, "user_kernels", None):
             _use_kernel_file(args.user_kernels)
+        if getattr(args, "dask_scheduler", None):
+            # profan.load reads it (profan.trace.pod.SCHEDULER_ENV), in every command.
+            os.environ["PROFAN_SCHEDULER"] = args.dask_scheduler
         return int(args._run(args) or 0)
     except ProfanError as error:
         print(f"profan: error: {error}", file=sys.stderr)

@@ -19,6 +19,7 @@ from profan.report.config import RuleConfig
 from profan.report.model import Report
 from profan.sharding import ShardingReport
 from profan.trace.profile import Profile
+from profan.trace.storage import is_remote
 
 
 class Progress:
@@ -75,11 +76,11 @@ def analyse(
     progress: Progress | None = None,
 ) -> Analysis:
     progress = progress or Progress(False)
-    if not Path(path).exists():
+    if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
         raise TraceError(str(path), "no such file or directory")
     progress(f"loading {path}")
     trace_path, hlo = resolve_layout(path, hlo)
-    profile = profan.load(trace_path, hlo=hlo, run=run)
+    profile = profan.load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
     shardings = describe_shardings(profile)

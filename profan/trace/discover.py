@@ -1,7 +1,8 @@
 """Finding the trace files of one profiling run under whatever path the user gave.
 
-Accepted: the log dir given to ``jax.profiler.trace`` (holding ``plugins/profile/<run>/``), the
-``plugins/profile`` dir, one run dir, or one file.  A run holds one file per host.  Formats, in
+Accepted, as a local path or any URL fsspec reads (``profan.trace.storage``): the log dir given
+to ``jax.profiler.trace`` (holding ``plugins/profile/<run>/``), the ``plugins/profile`` dir, one
+run dir, or one file.  A run holds one file per host.  Formats, in
 order of preference per host: ``<host>.xplane.pb`` (full stats), then the trace-viewer JSON
 (``<host>.trace.json.gz`` / ``.trace.json``, or ``perfetto_trace.json.gz``), which drops stats
 and is capped in event count.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profan.errors import TraceError
+from profan.trace.storage import RemotePath, as_path
 
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
@@ -23,9 +25,9 @@ PERFETTO_NAMES = ("perfetto_trace.json.gz", "perfetto_trace.json")
 class Run:
     """One profiling run: its name and one file per host."""
 
-    path: Path
+    path: Path | RemotePath
     name: str | None
-    files: dict[str, Path] = field(default_factory=dict)  # host -> file
+    files: dict[str, Path | RemotePath] = field(default_factory=dict)  # host -> file
     formats: dict[str, str] = field(default_factory=dict)  # host -> "xplane" | "json"
     skipped: list[str] = field(default_factory=list)  # files not used, and why
 
@@ -63,9 +65,9 @@ def _trace_files(path: Path) -> list[Path]:
     return [p for p in _children(path) if p.is_file() and host_and_format(p) is not None]
 
 
-def find_run(path: str | Path, run: str | None = None) -> Run:
+def find_run(path: str | Path | RemotePath, run: str | None = None) -> Run:
     """The run to load: ``run`` by name, else the newest (by name, then modification time)."""
-    root = Path(path)
+    root = as_path(path)
     if not root.exists():
         raise TraceError(str(root), "no such file or directory")
     if root.is_file():

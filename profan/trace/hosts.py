@@ -141,10 +141,12 @@ def summarize_host(
     summary = HostSummary(host=host, devices=devices)
     if ops.empty:
         return summary
-    start = ops["start_s"].to_numpy(dtype=float)
-    end = start + ops["duration_s"].to_numpy(dtype=float)
-    summary.op_time_s = float(ops["duration_s"].sum())
+    # Integer ns on the host's clock: the same sums whichever origin the table was built with.
+    start = origin_ns + np.rint(ops["start_s"].to_numpy(dtype=float) * 1e9).astype(np.int64)
+    end = start + np.rint(ops["duration_s"].to_numpy(dtype=float) * 1e9).astype(np.int64)
+    summary.op_time_s = float((end - start).sum()) / 1e9
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
+    busy = span = 0
     for dev in np.unique(device):
         mine = device == dev
         order = np.argsort(start[mine], kind="stable")
@@ -152,16 +154,16 @@ def summarize_host(
         new_block = np.ones(len(s), dtype=bool)
         new_block[1:] = s[1:] > e[:-1]
         block_end = np.maximum.reduceat(e, np.flatnonzero(new_block))
-        summary.busy_s += float((block_end - s[new_block]).sum())
-        summary.span_s += float(e[-1] - s[0])
+        busy += int((block_end - s[new_block]).sum())
+        span += int(e[-1] - s[0])
+    summary.busy_s, summary.span_s = busy / 1e9, span / 1e9
     step = ops["step"].to_numpy(dtype=float, na_value=np.nan)
     has_step = ~np.isnan(step)
-    to_ns = lambda seconds: int(origin_ns + round(float(seconds) * 1e9))  # noqa: E731
     frame = pd.DataFrame({"step": step[has_step], "start": start[has_step], "end": end[has_step]})
     for number, window in (
         frame.groupby("step").agg(start=("start", "min"), end=("end", "max")).iterrows()
     ):
-        summary.step_windows[int(number)] = (to_ns(window["start"]), to_ns(window["end"]))
+        summary.step_windows[int(number)] = (int(window["start"]), int(window["end"]))
     collective = _collective_ops(ops, modules) & has_step
     if collective.any():
         rows = pd.DataFrame(
@@ -178,8 +180,8 @@ def summarize_host(
         spans = rows.groupby(["step", "op", "k"]).agg(start=("start", "min"), end=("end", "max"))
         for (number, op, k), span in spans.iterrows():
             summary.collectives[(int(number), str(op), int(k))] = (
-                to_ns(span["start"]),
-                to_ns(span["end"]),
+                int(span["start"]),
+                int(span["end"]),
             )
     return summary
 

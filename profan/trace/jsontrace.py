@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from profan.errors import TraceError
+from profan.trace.storage import as_path
 from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, _OpColumns, read_bytes
 
 _DEVICE_PROCESS = re.compile(r"^/device:(TPU|GPU):(\d+)")
@@ -29,7 +29,7 @@ def _int(value: Any) -> int:
 
 
 def read_host_json(path: str, host: str) -> HostTrace:
-    data = read_bytes(Path(path))
+    data = read_bytes(as_path(path))
     try:
         document = json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
@@ -110,7 +110,7 @@ def read_host_json(path: str, host: str) -> HostTrace:
         for ordinal in sorted({o for _, o in device_of.values()}):
             trace.devices[ordinal] = {}
     trace.notes.append(
-        f"{Path(path).name}: trace-viewer JSON (no program ids, no embedded HLO, no per-op "
+        f"{as_path(path).name}: trace-viewer JSON (no program ids, no embedded HLO, no per-op "
         "FLOP/byte stats, event count capped by the exporter)"
     )
     return trace

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,13 @@ from profan.trace.discover import Run, find_run
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.options import LoadOptions
+from profan.trace.pod import (
+    Progress,
+    map_hosts,
+    representative,
+    scheduler_address,
+    summarize_file,
+)
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
@@ -51,17 +57,8 @@ def _read_in_worker(task: tuple[str, str, str]) -> HostTrace | tuple[str, str]:
         return (error.path, error.reason)
 
 
-def _read_hosts(run: Run, workers: int | None) -> list[HostTrace]:
-    tasks = [(str(path), host, run.formats[host]) for host, path in sorted(run.files.items())]
-    if len(tasks) == 1 or workers == 1:
-        return [_read_one(task) for task in tasks]
-    count = min(len(tasks), workers or os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=count) as pool:
-        results = list(pool.map(_read_in_worker, tasks))
-    for result in results:
-        if isinstance(result, tuple):
-            raise TraceError(*result)
-    return results  # type: ignore[return-value]
+def _sizes(run: Run) -> list[int]:
+    return [int(path.stat().st_size) for _, path in sorted(run.files.items())]
 
 
 def load(
@@ -84,7 +81,18 @@ def load(
     opts = LoadOptions.build(options, **fields)
     hlo, run, workers, use_cache = opts.hlo, opts.run, opts.workers, opts.use_cache
     found = find_run(path, run)
-    hosts = _read_hosts(found, workers)
+    sizes = _sizes(found)
+    progress = Progress(len(sizes), sum(sizes), opts.progress)
+    scheduler = scheduler_address(opts.scheduler)
+    reduced = opts.form == "reduced" or (
+        opts.form == "auto" and sum(sizes) > opts.reduce_above_bytes
+    )
+    if reduced and len(found.files) > 1:
+        return _load_reduced(path, found, opts, sizes, progress, scheduler)
+    tasks = [(str(file), host, found.formats[host]) for host, file in sorted(found.files.items())]
+    hosts = map_hosts(
+        _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
+    )
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
@@ -158,6 +166,39 @@ def load(
                 for host, rows in profile.ops.groupby("host", observed=True, sort=True)
             ]
         )
+    return profile
+
+
+def _load_reduced(
+    path: Any,
+    found: Run,
+    opts: LoadOptions,
+    sizes: list[int],
+    progress: Progress,
+    scheduler: str | None,
+) -> Profile:
+    """The reduced form (``profan.trace.pod``): hosts summarized where they are read; the
+    per-event tables of the median host."""
+    hlo = None if opts.hlo is None else os.fspath(opts.hlo)
+    tasks = [(str(file), host, hlo, opts.use_cache) for host, file in sorted(found.files.items())]
+    results = map_hosts(
+        summarize_file, tasks, sizes, workers=opts.workers, scheduler=scheduler, progress=progress
+    )
+    chosen = representative(results)
+    profile = load(
+        str(found.files[chosen.host]), hlo=hlo, workers=1, use_cache=opts.use_cache, form="events"
+    )
+    profile.path, profile.run = str(path), found.name
+    profile.hosts = analyse_hosts([result.summary for result in results])
+    profile.device.count = sum(result.devices for result in results)
+    profile.device.hosts = sorted(result.host for result in results)
+    profile.notes = [f"skipped {item}" for item in found.skipped] + [
+        f"reduced form: {len(results)} hosts ({sum(sizes) / 1e6:.0f} MB) were each reduced where "
+        f"they were read; per-op and per-step figures are host {chosen.host}'s (the median host "
+        f"by step time, {chosen.events} op executions), the cross-host view covers every host "
+        "(profan.load(..., form='events') keeps every event of every host)",
+        *profile.notes,
+    ]
     return profile
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +27,23 @@ class LoadOptions:
     #: Keep HLO modules converted from the trace's HloProtos under the user's cache directory
     #: (``profan.paths.cache_dir``); never written next to the trace.
     use_cache: bool = True
+    #: ``"events"`` (one row per op execution of every host), ``"reduced"`` (each host reduced
+    #: where it is read; per-event tables of the median host only) or ``"auto"``: reduced for
+    #: two or more hosts whose files exceed ``reduce_above_bytes``.  See ``profan.trace.pod``.
+    form: Literal["auto", "events", "reduced"] = "auto"
+    reduce_above_bytes: int = 256 * 2**20
+    #: A Dask distributed scheduler (``tcp://host:8786``) whose workers read the hosts (extra
+    #: ``[dask]``); default: the ``PROFAN_SCHEDULER`` environment variable, else local processes.
+    scheduler: str | None = None
+    #: Hosts done and bytes read on stderr.  Default: only when stderr is a terminal and the
+    #: ``CI`` environment variable is unset.
+    progress: bool | None = None
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"workers must be at least 1, not {self.workers}")
+        if self.form not in ("auto", "events", "reduced"):
+            raise ValueError(f"form must be 'auto', 'events' or 'reduced', not {self.form!r}")
 
     @classmethod
     def build(cls, options: LoadOptions | None = None, **fields: Any) -> LoadOptions:

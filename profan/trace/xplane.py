@@ -57,6 +57,7 @@ from google.protobuf.message import DecodeError, Message
 from profan.errors import TraceError
 from profan.trace.command_buffers import COMMAND_BUFFER
 from profan.trace.schema import load_schema
+from profan.trace.storage import RemotePath, as_path
 from profan.trace.wire import (
     KIND_DOUBLE,
     KIND_GZIP,
@@ -104,7 +105,7 @@ def _classes() -> dict[str, type[Message]]:
     return load_schema("xplane.proto")
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path | RemotePath) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -250,7 +251,7 @@ def _decode_line(line: Message, path: str, **options: Any) -> EventArrays:
 
 def read_host(path: str, host: str) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
-    file = Path(path)
+    file = as_path(path)
     space = decode_xspace_view(read_bytes(file), path)
     trace = HostTrace(host=host, path=path, planes=[plane.name for plane in space.planes])
     device_planes = []

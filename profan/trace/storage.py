@@ -1,0 +1,180 @@
+"""Where traces live: local paths, or any URL fsspec understands (``gs://``, ``s3://``, ...).
+
+``as_path(text)`` gives a ``pathlib.Path`` for a local path (or ``file://`` URL) and a
+``RemotePath`` for a URL.  ``RemotePath`` offers the few ``Path`` methods discovery and reading
+use (``exists``, ``is_file``, ``is_dir``, ``iterdir``, ``read_bytes``, ``name``, ``parent``,
+``/``), so the same code finds runs and hosts in a bucket: listing a directory is one request
+(its entries' kinds and sizes are kept), and only the host files that are read are downloaded.
+
+Remote protocols are optional extras: ``pip install 'profan[gcs]'`` (gcsfs) for ``gs://``,
+``'profan[s3]'`` (s3fs) for ``s3://``.  Credentials come from each library's standard
+environment and configuration; profan never prints them.  Failures (no such bucket, permission
+denied, network down) become one-line ``TraceError``s (exit code 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from profan.errors import TraceError
+
+EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3"}
+
+
+def is_remote(text: str | os.PathLike[str]) -> bool:
+    """True for a URL with a protocol other than ``file://``."""
+    value = str(text)
+    return "://" in value and not value.startswith("file://")
+
+
+def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
+    """A local ``Path`` or a ``RemotePath`` for ``text``."""
+    if isinstance(text, RemotePath | Path):
+        return text
+    value = os.fspath(text)
+    if value.startswith("file://"):
+        return Path(value[len("file://") :])
+    if not is_remote(value):
+        return Path(value)
+    protocol = value.split("://", 1)[0]
+    try:
+        import fsspec
+    except ImportError:
+        raise TraceError(value, _missing(protocol)) from None
+    try:
+        fs, root = fsspec.core.url_to_fs(value)
+    except (ImportError, ValueError) as error:
+        raise TraceError(value, f"{_missing(protocol)} ({error})") from None
+    return RemotePath(fs, root.rstrip("/"), protocol)
+
+
+def _missing(protocol: str) -> str:
+    extra = EXTRAS.get(protocol)
+    if extra:
+        return (
+            f"reading {protocol}:// paths needs the [{extra}] extra: pip install 'profan[{extra}]'"
+        )
+    return f"no fsspec filesystem for {protocol}:// (pip install fsspec and its {protocol} backend)"
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for a storage failure, without credentials or tracebacks."""
+    if isinstance(error, FileNotFoundError):
+        return "no such file, directory or bucket"
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    text = " ".join(str(error).split()) or type(error).__name__
+    return f"{type(error).__name__}: {text[:200]}"
+
+
+@cache
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    """What the storage libraries raise for a failed request (each has its own hierarchy)."""
+    errors: list[type[BaseException]] = [OSError, ValueError, TimeoutError]
+    for module, names in (
+        ("botocore.exceptions", ("BotoCoreError", "ClientError")),
+        ("aiohttp", ("ClientError",)),
+        ("google.auth.exceptions", ("GoogleAuthError",)),
+    ):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        errors += [getattr(found, name) for name in names if hasattr(found, name)]
+    return tuple(errors)
+
+
+@dataclass(frozen=True)
+class _Stat:
+    st_mtime: float
+    st_size: int
+
+
+@dataclass
+class RemotePath:
+    """A file or directory behind an fsspec filesystem, with the ``Path`` methods profan uses."""
+
+    fs: Any
+    path: str
+    protocol: str
+    _info: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.protocol}://{self.path}"
+
+    def __fspath__(self) -> str:
+        return str(self)
+
+    def __truediv__(self, name: str) -> RemotePath:
+        return RemotePath(self.fs, f"{self.path}/{name}", self.protocol)
+
+    @property
+    def name(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> RemotePath:
+        return RemotePath(self.fs, self.path.rstrip("/").rsplit("/", 1)[0], self.protocol)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.fs, method)(*args)
+        except FileNotFoundError:
+            raise
+        except _storage_errors() as error:
+            raise TraceError(str(self), describe_error(error)) from None
+
+    def info(self) -> dict[str, Any] | None:
+        if self._info is None:
+            try:
+                self._info = self._call("info", self.path)
+            except FileNotFoundError:
+                return None
+        return self._info
+
+    def exists(self) -> bool:
+        return self.info() is not None
+
+    def is_file(self) -> bool:
+        info = self.info()
+        return info is not None and info.get("type") == "file"
+
+    def is_dir(self) -> bool:
+        info = self.info()
+        return info is not None and info.get("type") == "directory"
+
+    def iterdir(self) -> list[RemotePath]:
+        try:
+            entries = self._call("ls", self.path, True)
+        except FileNotFoundError:
+            raise TraceError(str(self), describe_error(FileNotFoundError())) from None
+        children = []
+        for entry in entries:
+            name = str(entry["name"]).rstrip("/")
+            if name == self.path:
+                continue
+            children.append(RemotePath(self.fs, name, self.protocol, entry))
+        return sorted(children, key=lambda child: child.path)
+
+    def stat(self) -> _Stat:
+        info = self.info() or {}
+        modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
+        if hasattr(modified, "timestamp"):
+            modified = modified.timestamp()
+        elif isinstance(modified, str):
+            modified = 0.0  # order runs by name only
+        return _Stat(float(modified), int(info.get("size") or 0))
+
+    def read_bytes(self) -> bytes:
+        try:
+            return bytes(self._call("cat_file", self.path))
+        except FileNotFoundError:
+            raise TraceError(str(self), describe_error(FileNotFoundError())) from None
+
+    def __lt__(self, other: RemotePath) -> bool:
+        return self.path < other.path
