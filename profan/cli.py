@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "user_kernels", None):
             _use_kernel_file(args.user_kernels)
         if getattr(args, "dask_scheduler", None):
-            # profan.load reads it (profan.trace.pod.SCHEDULER_ENV), in every command.
+            # profan.load reads it (profan.trace.executors.SCHEDULER_ENV), in every command.
             os.environ["PROFAN_SCHEDULER"] = args.dask_scheduler
         return int(args._run(args) or 0)
     except ProfanError as error:

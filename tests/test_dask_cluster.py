@@ -74,7 +74,7 @@ def test_unreachable_scheduler_is_one_line_exit_2(
         sock.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.setenv("PROFAN_SCHEDULER", "")
-    monkeypatch.setattr("profan.trace.pod.CONNECT_TIMEOUT_S", 2)
+    monkeypatch.setattr("profan.trace.executors.CONNECT_TIMEOUT_S", 2)
     code = main(["report", str(fixtures_dir / "multihost" / "trace"), "--scheduler", address])
     assert code == 2
     error = capsys.readouterr().err.strip()

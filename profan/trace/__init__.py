@@ -6,7 +6,7 @@ the fields of ``LoadOptions``.
 
 from __future__ import annotations
 
-from profan.trace.load import load
+from profan.trace.api import load
 from profan.trace.options import LoadOptions
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 

@@ -21,16 +21,10 @@ from profan.errors import TraceError
 from profan.hlo.model import Module
 from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
 from profan.trace.discover import Run, find_run
+from profan.trace.executors import Progress, map_hosts, scheduler_address
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.options import LoadOptions
-from profan.trace.pod import (
-    Progress,
-    map_hosts,
-    representative,
-    scheduler_address,
-    summarize_file,
-)
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
@@ -57,38 +51,23 @@ def _read_in_worker(task: tuple[str, str, str]) -> HostTrace | tuple[str, str]:
         return (error.path, error.reason)
 
 
-def _sizes(run: Run) -> list[int]:
+def sizes_of(run: Run) -> list[int]:
+    """Bytes of each host's file, in host order."""
     return [int(path.stat().st_size) for _, path in sorted(run.files.items())]
 
 
-def load(
+def load_events(
     path: str | os.PathLike[str],
-    hlo: str | os.PathLike[str] | None = None,
-    run: str | None = None,
-    *,
-    options: LoadOptions | None = None,
-    **fields: Any,
+    opts: LoadOptions,
+    found: Run | None = None,
+    progress: Progress | None = None,
 ) -> Profile:
-    """Load a trace (log dir, ``plugins/profile``, run dir or file) into a ``Profile``.
-
-    ``hlo`` and ``run`` and every other keyword are fields of ``LoadOptions`` (see there);
-    ``options`` gives them as one object, keywords override it.
-    """
-    if hlo is not None:
-        fields["hlo"] = hlo
-    if run is not None:
-        fields["run"] = run
-    opts = LoadOptions.build(options, **fields)
-    hlo, run, workers, use_cache = opts.hlo, opts.run, opts.workers, opts.use_cache
-    found = find_run(path, run)
-    sizes = _sizes(found)
-    progress = Progress(len(sizes), sum(sizes), opts.progress)
+    """The events form: every op execution of every host (see ``profan.trace.pod``)."""
+    hlo, workers, use_cache = opts.hlo, opts.workers, opts.use_cache
+    found = found or find_run(path, opts.run)
+    sizes = sizes_of(found)
+    progress = progress or Progress(len(sizes), sum(sizes), False)
     scheduler = scheduler_address(opts.scheduler)
-    reduced = opts.form == "reduced" or (
-        opts.form == "auto" and sum(sizes) > opts.reduce_above_bytes
-    )
-    if reduced and len(found.files) > 1:
-        return _load_reduced(path, found, opts, sizes, progress, scheduler)
     tasks = [(str(file), host, found.formats[host]) for host, file in sorted(found.files.items())]
     hosts = map_hosts(
         _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
@@ -166,39 +145,6 @@ def load(
                 for host, rows in profile.ops.groupby("host", observed=True, sort=True)
             ]
         )
-    return profile
-
-
-def _load_reduced(
-    path: Any,
-    found: Run,
-    opts: LoadOptions,
-    sizes: list[int],
-    progress: Progress,
-    scheduler: str | None,
-) -> Profile:
-    """The reduced form (``profan.trace.pod``): hosts summarized where they are read; the
-    per-event tables of the median host."""
-    hlo = None if opts.hlo is None else os.fspath(opts.hlo)
-    tasks = [(str(file), host, hlo, opts.use_cache) for host, file in sorted(found.files.items())]
-    results = map_hosts(
-        summarize_file, tasks, sizes, workers=opts.workers, scheduler=scheduler, progress=progress
-    )
-    chosen = representative(results)
-    profile = load(
-        str(found.files[chosen.host]), hlo=hlo, workers=1, use_cache=opts.use_cache, form="events"
-    )
-    profile.path, profile.run = str(path), found.name
-    profile.hosts = analyse_hosts([result.summary for result in results])
-    profile.device.count = sum(result.devices for result in results)
-    profile.device.hosts = sorted(result.host for result in results)
-    profile.notes = [f"skipped {item}" for item in found.skipped] + [
-        f"reduced form: {len(results)} hosts ({sum(sizes) / 1e6:.0f} MB) were each reduced where "
-        f"they were read; per-op and per-step figures are host {chosen.host}'s (the median host "
-        f"by step time, {chosen.events} op executions), the cross-host view covers every host "
-        "(profan.load(..., form='events') keeps every event of every host)",
-        *profile.notes,
-    ]
     return profile
 
 

@@ -1,0 +1,48 @@
+"""``load``: a trace path (local or any fsspec URL) -> ``Profile``, in the form that fits.
+
+One host, or several whose files are small, load in the events form (``profan.trace.load``):
+every op execution of every host.  Many hosts load in the reduced form (``profan.trace.pod``):
+each host reduced where it is read.  ``LoadOptions.form`` chooses explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from profan.trace.discover import find_run
+from profan.trace.executors import Progress, scheduler_address
+from profan.trace.load import load_events, sizes_of
+from profan.trace.options import LoadOptions
+from profan.trace.pod import load_reduced
+from profan.trace.profile import Profile
+
+
+def load(
+    path: str | os.PathLike[str],
+    hlo: str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    *,
+    options: LoadOptions | None = None,
+    **fields: Any,
+) -> Profile:
+    """Load a trace (log dir, ``plugins/profile``, run dir or file) into a ``Profile``.
+
+    ``hlo`` and ``run`` and every other keyword are fields of ``LoadOptions`` (see there);
+    ``options`` gives them as one object, keywords override it.
+    """
+    if hlo is not None:
+        fields["hlo"] = hlo
+    if run is not None:
+        fields["run"] = run
+    opts = LoadOptions.build(options, **fields)
+    found = find_run(path, opts.run)
+    sizes = sizes_of(found)
+    progress = Progress(len(sizes), sum(sizes), opts.progress)
+    reduced = opts.form == "reduced" or (
+        opts.form == "auto" and sum(sizes) > opts.reduce_above_bytes
+    )
+    if reduced and len(found.files) > 1:
+        scheduler = scheduler_address(opts.scheduler)
+        return load_reduced(path, found, opts, sizes, progress, scheduler)
+    return load_events(path, opts, found, progress)

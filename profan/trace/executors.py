@@ -1,0 +1,116 @@
+"""Running one task per host: local worker processes or a Dask cluster, with progress.
+
+Each host's file is read in the process that runs its task (a local worker process, or a Dask
+worker given a scheduler address; workers read remote paths themselves).  Only the task's result
+crosses the process boundary, and results come back in task (host) order, so a Dask run and a
+local run give the same profile.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, TypeVar
+
+from profan.errors import TraceError
+
+SCHEDULER_ENV = "PROFAN_SCHEDULER"
+CONNECT_TIMEOUT_S = 30
+Task = TypeVar("Task")
+
+
+class Progress:
+    """``hosts done/total, bytes read`` on stderr, only when asked or on a terminal outside CI."""
+
+    def __init__(self, total: int, total_bytes: int, enabled: bool | None = None) -> None:
+        if enabled is None:
+            enabled = sys.stderr.isatty() and not os.environ.get("CI")
+        self.enabled = enabled and total > 1
+        self.total, self.total_bytes = total, total_bytes
+        self.done, self.bytes_done = 0, 0
+        self.started = time.perf_counter()
+
+    def step(self, nbytes: int) -> None:
+        self.done += 1
+        self.bytes_done += nbytes
+        if self.enabled:
+            elapsed = time.perf_counter() - self.started
+            end = "\n" if self.done == self.total else "\r"
+            print(
+                f"profan: read {self.done}/{self.total} hosts, "
+                f"{self.bytes_done / 1e6:.0f}/{self.total_bytes / 1e6:.0f} MB "
+                f"[{elapsed:.1f}s]",
+                end=end,
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def scheduler_address(option: str | None) -> str | None:
+    """The Dask scheduler to use: the option, else ``PROFAN_SCHEDULER``, else none (local)."""
+    return option or os.environ.get(SCHEDULER_ENV) or None
+
+
+def map_hosts(
+    function: Callable[[Task], Any],
+    tasks: Sequence[Task],
+    sizes: Sequence[int],
+    *,
+    workers: int | None,
+    scheduler: str | None,
+    progress: Progress,
+) -> list[Any]:
+    """``function`` over ``tasks`` (one per host), results in task order.  A result that is a
+    ``(path, reason)`` tuple is a ``TraceError`` raised in the worker: raised here again."""
+    results: list[Any] = [None] * len(tasks)
+    if scheduler:
+        results = _map_on_dask(function, tasks, sizes, scheduler, progress)
+    elif len(tasks) == 1 or workers == 1:
+        for index, task in enumerate(tasks):
+            results[index] = function(task)
+            progress.step(sizes[index])
+    else:
+        count = min(len(tasks), workers or os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=count) as pool:
+            futures = {pool.submit(function, task): index for index, task in enumerate(tasks)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                progress.step(sizes[futures[future]])
+    for result in results:
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
+            raise TraceError(*result)
+    return results
+
+
+def _map_on_dask(
+    function: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    sizes: Sequence[int],
+    scheduler: str,
+    progress: Progress,
+) -> list[Any]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise TraceError(
+            scheduler, "--scheduler needs the [dask] extra: pip install 'profan[dask]'"
+        ) from None
+    try:
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise TraceError(scheduler, f"cannot reach the Dask scheduler: {error}") from None
+    try:
+        futures = client.map(function, list(tasks), pure=False)
+        index_of = {future.key: index for index, future in enumerate(futures)}
+        results: list[Any] = [None] * len(tasks)
+        for future in dask_completed(futures):
+            index = index_of[future.key]
+            results[index] = future.result()
+            progress.step(sizes[index])
+        return results
+    finally:
+        client.close()
