@@ -104,6 +104,12 @@ def _collective(value: Any) -> dict[str, Any] | None:
     }
 
 
+def _global_shape(sharding: ShardingReport | None, name: str) -> list[str]:
+    """A sharded op's global output shape, from its ``sharding=`` annotation."""
+    shape = sharding.global_shapes.get(name) if sharding is not None else None
+    return [shape] if shape else []
+
+
 def _entries(
     analysis: Analysis, exposed: dict[tuple[str, str, str], float]
 ) -> list[tuple[OpEntry, str]]:
@@ -134,6 +140,7 @@ def _entries(
             matmul_tables[module_key] = matmuls_by_name(analysis.shardings.get(module_key))
         name = str(record["name"])
         matmul = matmul_tables[module_key].get(name)
+        sharding = analysis.shardings.get(module_key)
         efficiency = _optional(record.get("efficiency"))
         entry = OpEntry(
             key=key_of[index],
@@ -154,7 +161,11 @@ def _entries(
             efficiency=efficiency,
             scope=_text(record.get("scope")) or _text(record.get("op_path")),
             collective=_collective(record.get("collective")),
-            global_shapes=matmul_global_shapes(matmul) if matmul is not None else [],
+            global_shapes=(
+                matmul_global_shapes(matmul)
+                if matmul is not None
+                else _global_shape(sharding, name)
+            ),
             splits=matmul_splits(matmul) if matmul is not None else None,
             shape=_text(record.get("shape")),
             source=_text(record.get("source")),
