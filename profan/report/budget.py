@@ -10,6 +10,7 @@
     max_suspicious = 10           # findings of the rules at most
     peak_hbm_bytes = 60e9         # every program's memory peak per device at most
     hbm_headroom_min = 0.10       # ... leaving at least this share of the chip's memory free
+    max_host_skew_s = 0.005       # largest step skew between hosts (multi-host profiles)
 
     [[budget.ops]]                # per-op or per-scope limits; match = glob on key/name/scope
     match = "*dot_general*"
@@ -43,6 +44,7 @@ import msgspec
 from profan.errors import ConfigError
 from profan.report.config import NonNegative, RuleConfig
 from profan.report.format import percent, seconds
+from profan.report.hosts import host_checks
 from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
 from profan.tomlschema import convert, read_toml
@@ -69,6 +71,7 @@ class BudgetTable(msgspec.Struct, **_STRUCT):
     ops: tuple[OpBudget, ...] = ()
     peak_hbm_bytes: NonNegative | None = None  # largest program memory peak per device
     hbm_headroom_min: NonNegative | None = None  # share of the chip's memory left free
+    max_host_skew_s: NonNegative | None = None  # largest step skew between hosts
 
 
 class BaselineTable(msgspec.Struct, **_STRUCT):
@@ -99,6 +102,7 @@ class Budget(msgspec.Struct, **_STRUCT):
     max_suspicious: int | None = None
     peak_hbm_bytes: float | None = None
     hbm_headroom_min: float | None = None
+    max_host_skew_s: float | None = None
     ops: tuple[OpBudget, ...] = ()
     step_time_tolerance: float = 0.10
     op_time_tolerance: float = 0.50
@@ -216,6 +220,8 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
     for name, passed, message, source in memory_checks(
         report, budget.peak_hbm_bytes, budget.hbm_headroom_min
     ):
+        results.append(CheckResult(name, passed, message, source))
+    for name, passed, message, source in host_checks(report, budget.max_host_skew_s):
         results.append(CheckResult(name, passed, message, source))
     for op_budget in budget.ops:
         chosen = [op for op in report.ops if _matches(op, op_budget.match)]

@@ -15,6 +15,7 @@ from typing import Any
 from profan.chips import Chip
 from profan.report import keys, rules, summary
 from profan.report.config import RuleConfig
+from profan.report.hosts import hosts_section, straggler_findings
 from profan.report.memory import memory_section
 from profan.report.model import OpEntry, Report, Scalar
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
@@ -253,8 +254,10 @@ def build_report(
         trace={"path": str(profile.path), "run": profile.run},
     )
     report.memory = memory_section(profile, score.chip)
+    report.hosts, report.cross_host = hosts_section(profile)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
+        findings += straggler_findings(report)
         report.findings = findings
         by_key = {entry.key: entry for entry in entries}
         for finding in findings:

@@ -16,6 +16,7 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
+from profan.report.hosts import html_section as hosts_html_section
 from profan.report.memory import html_section as memory_html_section
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
@@ -138,6 +139,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
     parts.append("</table>")
 
     parts.append(memory_html_section(report))
+    parts.append(hosts_html_section(report))
     parts.append(f"<h2>Suspicious ops ({len(report.findings)})</h2><ul>")
     # whole-profile findings (no op) in their own group, then one group per op
     labels = {op.key: op.label for op in report.ops}

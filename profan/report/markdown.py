@@ -13,6 +13,7 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
+from profan.report.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import Report
 from profan.report.terminal import measured_lines, sharding_lines
@@ -80,6 +81,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
         )
     lines += ["", *memory_markdown_lines(report)]
+    lines += hosts_markdown_lines(report)
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
     # whole-profile findings (no op) in their own group, then one group per op
     labels = {op.key: op.label for op in report.ops}

@@ -103,6 +103,7 @@ class Finding:
     name: str | None = None
     source: str | None = None
     time_s: float = 0.0  # time at stake, for ordering
+    host: str | None = None  # the host a cross-host finding names (JSON: only when set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +204,14 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     # One entry per program and memory space (profan.report.memory; SCHEMA.md "memory").
     memory: list[dict[str, Any]] = field(default_factory=list)
+    # The cross-host view (profan.report.hosts; SCHEMA.md "hosts"), empty for one host.
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+    cross_host: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        extra: dict[str, Any] = (
+            {"hosts": self.hosts, "cross_host": self.cross_host} if self.hosts else {}
+        )
         return _clean(
             {
                 "schema_version": self.schema_version,
@@ -215,9 +222,10 @@ class Report:
                 "steps": self.steps,
                 "summary": self.summary.to_dict(),
                 "ops": [dataclasses.asdict(op) for op in self.ops],
-                "findings": [dataclasses.asdict(f) for f in self.findings],
+                "findings": [_finding_dict(f) for f in self.findings],
                 "unmatched": self.unmatched,
                 "memory": self.memory,
+                **extra,
             }
         )
 
@@ -248,6 +256,8 @@ class Report:
                 unmatched=list(data.get("unmatched", [])),
                 trace=dict(data.get("trace", {})),
                 memory=list(data.get("memory", [])),
+                hosts=list(data.get("hosts", [])),
+                cross_host=dict(data.get("cross_host", {})),
             )
         except (KeyError, TypeError) as error:
             raise ConfigError(f"{where}: malformed profan JSON report ({error})") from None
@@ -257,6 +267,13 @@ class Report:
             if entry.key == key:
                 return entry
         return None
+
+
+def _finding_dict(finding: Finding) -> dict[str, Any]:
+    data = dataclasses.asdict(finding)
+    if data.get("host") is None:
+        data.pop("host", None)  # only cross-host findings name a host
+    return data
 
 
 def _clean(value: Any) -> Any:

@@ -17,6 +17,7 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
+from profan.report.hosts import terminal_lines as hosts_terminal_lines
 from profan.report.layout import (
     DEFAULT_WIDTH,
     Column,
@@ -270,6 +271,7 @@ def render(
     out.extend(op_table(report, top, width, style))
     out.append("")
     out.extend(memory_terminal_lines(report, width))
+    out.extend(hosts_terminal_lines(report, width))
     if report.findings:
         out.append(style(f"Suspicious ({len(report.findings)} findings)", "bold"))
         # profile-wide findings first, then one block per op (heaviest first); "look at" advice

@@ -1,0 +1,192 @@
+"""The cross-host section of a report: per host, per step, stragglers (``profan.trace.hosts``).
+
+JSON (SCHEMA.md "hosts"): a top-level ``hosts`` list, one entry per host (``host``,
+``devices``, ``step_time_median_s``, ``step_time_p90_s``, ``late_s`` per step against the median
+host, ``late_median_s``, ``arrival_late_s``, ``clock_offset_s``, ``idle_share``, ``straggler``)
+and ``cross_host`` (``steps``, ``skew_s`` and ``wait_s`` per step, ``max_skew_s``,
+``stragglers``, ``alignment``, ``shared_collectives``).  Both are absent for one host.  A
+straggler gets a ``straggler-host`` finding naming it (``host``); ``profan check`` has the budget
+``max_host_skew_s``.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import textwrap
+from typing import Any
+
+from profan.report.format import seconds
+from profan.report.model import Finding, Report
+
+STRAGGLER_RULE = "straggler-host"
+
+
+def hosts_section(profile: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(``hosts`` entries, ``cross_host`` facts) of a profile; empty for a single host."""
+    analysis = getattr(profile, "hosts", None)
+    if analysis is None:
+        return [], {}
+    data = analysis.to_dict()
+    return data.pop("hosts"), data
+
+
+def straggler_findings(report: Report) -> list[Finding]:
+    """One ``straggler-host`` finding per straggler, with the time the others waited."""
+    cross = report.cross_host
+    if not cross:
+        return []
+    waited = sum(value or 0.0 for value in cross.get("wait_s", []))
+    found = []
+    for entry in report.hosts:
+        if not entry.get("straggler"):
+            continue
+        steps = len(entry.get("late_s", []))
+        found.append(
+            Finding(
+                rule=STRAGGLER_RULE,
+                message=(
+                    f"host {entry['host']} starts steps {seconds(entry['late_median_s'])} late "
+                    f"(median over {steps} steps, against the median host); the other hosts "
+                    f"waited {seconds(waited)} in shared collectives over the profile"
+                ),
+                look_at=(
+                    "that host's input pipeline, host-side work between steps, or its "
+                    "hardware; the others idle in collectives until it arrives"
+                ),
+                time_s=float(waited),
+                host=str(entry["host"]),
+            )
+        )
+    return found
+
+
+def host_checks(
+    report: Report, max_host_skew_s: float | None
+) -> list[tuple[str, bool, str, str | None]]:
+    """``[budget] max_host_skew_s`` as (name, passed, message, source) for ``profan check``."""
+    if max_host_skew_s is None:
+        return []
+    if not report.cross_host:
+        return [
+            (
+                "host_skew",
+                True,
+                f"one host: no skew between hosts (budget {seconds(max_host_skew_s)})",
+                None,
+            )
+        ]
+    skew = float(report.cross_host.get("max_skew_s") or 0.0)
+    stragglers = ", ".join(report.cross_host.get("stragglers", [])) or "none"
+    return [
+        (
+            "host_skew",
+            skew <= max_host_skew_s,
+            f"largest step skew between hosts {seconds(skew)} (budget "
+            f"{seconds(max_host_skew_s)}; stragglers: {stragglers})",
+            None,
+        )
+    ]
+
+
+def _rows(report: Report) -> list[tuple[str, str, str, str, str]]:
+    rows = []
+    for entry in report.hosts:
+        rows.append(
+            (
+                str(entry["host"]),
+                str(len(entry.get("devices", []))),
+                seconds(entry.get("step_time_median_s")),
+                seconds(entry.get("late_median_s")),
+                "straggler" if entry.get("straggler") else "",
+            )
+        )
+    return rows
+
+
+def _headline(report: Report) -> str:
+    cross = report.cross_host
+    skew = seconds(cross.get("max_skew_s"))
+    waited = seconds(sum(value or 0.0 for value in cross.get("wait_s", [])))
+    stragglers = ", ".join(cross.get("stragglers", [])) or "none"
+    return (
+        f"{len(report.hosts)} hosts; largest step skew {skew}; stragglers: {stragglers}; time "
+        f"waited in shared collectives: {waited}"
+    )
+
+
+def terminal_lines(report: Report, width: int = 100) -> list[str]:
+    """The section for the terminal (empty for one host); no line wider than ``width``."""
+    if not report.hosts:
+        return []
+    lines = ["Hosts (late = step start against the median host, clocks aligned)"]
+    lines += textwrap.wrap(_headline(report), width, initial_indent="  ", subsequent_indent="  ")
+    lines += textwrap.wrap(
+        report.cross_host.get("alignment", ""), width, initial_indent="  ", subsequent_indent="  "
+    )
+    header = ("host", "devices", "step median", "late median", "")
+    table = [header, *_rows(report)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table[:40]:
+        text = "  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in
+                                enumerate(zip(row, widths, strict=True)))  # fmt: skip
+        lines.append(text.rstrip()[:width])
+    if len(table) > 40:
+        lines.append(f"  ... {len(table) - 40} more hosts (JSON has them all)")
+    return [*lines, ""]
+
+
+def markdown_lines(report: Report) -> list[str]:
+    if not report.hosts:
+        return []
+    lines = [
+        "## Hosts",
+        "",
+        _headline(report) + ".",
+        "",
+        report.cross_host.get("alignment", "") + ".",
+        "",
+        "| host | devices | step median | late median | |",
+        "|---|---:|---:|---:|---|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
+    return [*lines, ""]
+
+
+def _cell_colour(late: float | None, scale: float) -> str:
+    """White at on time, red when late by ``scale`` or more, blue when early."""
+    if late is None or scale <= 0:
+        return "#eeeeee"
+    share = max(-1.0, min(1.0, late / scale))
+    fade = int(255 * (1 - abs(share)))
+    return f"rgb(255,{fade},{fade})" if share >= 0 else f"rgb({fade},{fade},255)"
+
+
+def html_section(report: Report) -> str:
+    """Headline, per-host table and a host x step heat map of lateness."""
+    if not report.hosts:
+        return ""
+    e = html_lib.escape
+    steps = report.cross_host.get("steps", [])
+    lates = [v for entry in report.hosts for v in entry.get("late_s", []) if v is not None]
+    scale = max((abs(v) for v in lates), default=0.0)
+    parts = [
+        "<h2>Hosts</h2>",
+        f"<p>{e(_headline(report))}<br>{e(report.cross_host.get('alignment', ''))}</p>",
+        "<table class='heatmap'><tr><th>host</th><th>step median</th>",
+    ]
+    parts += [f"<th>{e(str(step))}</th>" for step in steps]
+    parts.append("</tr>")
+    for entry in report.hosts:
+        parts.append(
+            f"<tr><td class='name'>{e(str(entry['host']))}</td>"
+            f"<td class='num'>{e(seconds(entry.get('step_time_median_s')))}</td>"
+        )
+        for late in entry.get("late_s", []):
+            parts.append(
+                f"<td class='num' style='background:{_cell_colour(late, scale)}' "
+                f"title='late {e(seconds(late))}'>{e(seconds(late))}</td>"
+            )
+        parts.append("</tr>")
+    parts.append("</table><p>cells: how late the host started the step against the median host")
+    parts.append(" (red: late, blue: early; full colour = the largest lateness).</p>")
+    return "".join(parts)

@@ -1,0 +1,83 @@
+"""The cross-host view in the report (JSON, terminal, Markdown, HTML) and in ``profan check``,
+on the real multi-host fixture (host1 sleeps before every step, see its meta.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profan.cli import main
+
+
+@pytest.fixture(scope="module")
+def meta(fixtures_dir: Path) -> dict:
+    return json.loads((fixtures_dir / "multihost" / "meta.json").read_text())
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(argv)
+    return code, capsys.readouterr().out
+
+
+def test_json_has_hosts_and_a_straggler_finding(
+    fixtures_dir: Path, meta: dict, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _run(["report", str(fixtures_dir / "multihost"), "--format", "json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    hosts = {entry["host"]: entry for entry in report["hosts"]}
+    assert set(hosts) == {h["host"] for h in meta["hosts"]}
+    for entry in report["hosts"]:
+        assert {"host", "devices", "step_time_median_s", "late_s"} <= set(entry)
+        assert len(entry["late_s"]) == meta["steps"]
+    slow = hosts[meta["slow_host"]]
+    assert abs(slow["late_median_s"] - meta["sleep_s"]) <= 0.2 * meta["sleep_s"]
+    stragglers = [f for f in report["findings"] if f["rule"] == "straggler-host"]
+    assert [f["host"] for f in stragglers] == [meta["slow_host"]]
+    assert report["cross_host"]["stragglers"] == [meta["slow_host"]]
+    assert report["cross_host"]["max_skew_s"] >= meta["sleep_s"] * 0.8
+    # Other findings carry no host key (their JSON is as before).
+    assert all("host" not in f for f in report["findings"] if f["rule"] != "straggler-host")
+
+
+def test_single_host_json_has_no_cross_host_keys(
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _run(["report", str(fixtures_dir / "mlp"), "--format", "json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert "hosts" not in report and "cross_host" not in report
+
+
+def test_terminal_markdown_and_html_name_the_straggler(
+    fixtures_dir: Path, meta: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(fixtures_dir / "multihost")
+    _, terminal = _run(["report", trace], capsys)
+    assert "Hosts" in terminal and f"stragglers: {meta['slow_host']}" in terminal
+    _, markdown = _run(["report", trace, "--format", "md"], capsys)
+    assert "## Hosts" in markdown and f"| {meta['slow_host']} |" in markdown
+    assert main(["report", trace, "--format", "html", "--out", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    heat = page[page.index("class='heatmap'") :]
+    row = heat[heat.index(f">{meta['slow_host']}<") :].split("</tr>")[0]
+    # The straggler's cells are the reddest: full red (255,0,0) for its largest lateness.
+    assert row.count("rgb(255,") == meta["steps"] and "rgb(255,0,0)" in row
+
+
+def test_check_budget_on_host_skew(
+    fixtures_dir: Path, meta: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = str(fixtures_dir / "multihost")
+    strict = tmp_path / "strict.toml"
+    strict.write_text(f"[budget]\nmax_host_skew_s = {meta['sleep_s'] / 2}\n")
+    loose = tmp_path / "loose.toml"
+    loose.write_text(f"[budget]\nmax_host_skew_s = {meta['sleep_s'] * 3}\n")
+    code, out = _run(["check", trace, "--budget", str(strict)], capsys)
+    assert code == 1 and "host_skew" in out and meta["slow_host"] in out
+    code, _ = _run(["check", trace, "--budget", str(loose)], capsys)
+    assert code == 0
+    code, _ = _run(["check", str(fixtures_dir / "mlp"), "--budget", str(strict)], capsys)
+    assert code == 0  # one host: nothing to skew
