@@ -11,8 +11,10 @@ The map runs through ``profan.trace.executors`` (local processes or a Dask clust
   windows, every shared collective's start and end, idle time, op time) plus its step time; the
   parent keeps only those.  The per-event tables (``ops``, ``steps``, ``async_ops``) are then
   those of one representative host, the median host by median step time, read once more in the
-  parent; the cross-host view (``Profile.hosts``) covers every host, and ``Profile.device``
-  counts every device.  Peak memory is that of reading one host, however many hosts there are.
+  parent; the cross-host view (``Profile.hosts``) covers every host (and each host's devices),
+  ``Profile.device.hosts`` names every host, ``Profile.device.count`` is that host's devices.
+  The parent's peak memory is that of reading one host, however many hosts there are; each
+  worker process reads one host at a time (measured in ``benchmarks/pod_scale.py``).
 * ``"auto"`` (default): ``"reduced"`` for two or more hosts above the byte threshold, else
   ``"events"``.  Ask for the other form with ``profan.load(path, form="events")`` (or
   ``"reduced"``).
@@ -94,7 +96,7 @@ def load_reduced(
     profile = load_events(str(found.files[chosen.host]), single)
     profile.path, profile.run = str(path), found.name
     profile.hosts = analyse_hosts([result.summary for result in results])
-    profile.device.count = sum(result.devices for result in results)
+    # device.count stays the median host's: every per-device figure divides that host's events.
     profile.device.hosts = sorted(result.host for result in results)
     profile.notes = [f"skipped {item}" for item in found.skipped] + [
         f"reduced form: {len(results)} hosts ({sum(sizes) / 1e6:.0f} MB) were each reduced where "
