@@ -51,10 +51,8 @@ def _line_of(fn: Any, text: str) -> int:
 
 
 def test_capture_matmul_512_reports_2n3_flops_per_execution(jnp: Any) -> None:
-    def matmul(a: Any, b: Any) -> Any:
-        return a @ b
-
-    f = jax.jit(matmul)
+    f = jax.jit(lambda a, b: a @ b)
+    lambda_line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
     a = jnp.ones((512, 512), jnp.float32)
     b = jnp.full((512, 512), 2.0, jnp.float32)
     report = capture(f, a, b, steps=3, warmup=1)
@@ -65,7 +63,8 @@ def test_capture_matmul_512_reports_2n3_flops_per_execution(jnp: Any) -> None:
     xla = f.lower(a, b).compile().cost_analysis()
     xla = xla[0] if isinstance(xla, list) else xla
     assert op.flops / op.occurrences == xla["flops"]  # XLA's own count agrees
-    assert op.source == f"{__file__}:{_line_of(matmul, 'return a @ b')}"
+    assert op.source == f"{__file__}:{lambda_line}"
+    assert op.shape == "f32[512,512]"
     assert report.summary.step_count == 3
     assert report.unmatched == []
     assert report.trace["capture"]["traced_steps"] == 3
@@ -158,6 +157,24 @@ def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
                         f(a, a).block_until_ready()
     assert short.report is not None
     assert short.report.trace["capture"]["last_step_cut_short"] is True
+
+
+def test_an_error_in_a_traced_step_stops_the_profiler(jnp: Any) -> None:
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("profan-capture-*"))
+    calls = iter(range(10))
+
+    def fails_in_the_second_traced_step(x: Any) -> Any:
+        if next(calls) == 2:
+            raise ValueError("boom")
+        return x * 2
+
+    with pytest.raises(ValueError, match="boom"):
+        capture(fails_in_the_second_traced_step, jnp.ones(4), steps=3, warmup=1)
+    assert set(Path(tempfile.gettempdir()).glob("profan-capture-*")) == before
+    # the profiler was stopped: a new capture can start it
+    assert capture(jax.jit(lambda x: x + 1), jnp.ones(4), steps=1).summary.step_count == 1
 
 
 def test_trace_is_private_and_removed_unless_kept(jnp: Any, tmp_path: Path) -> None:
