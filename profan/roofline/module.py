@@ -15,7 +15,7 @@ from profan.hlo.model import Module
 from profan.hlo.opcodes import BOOKKEEPING_OPCODES, CONTROL_FLOW_OPCODES
 from profan.roofline.facts import axis_sizes, mesh_axes_by_name
 from profan.roofline.score import resolve_chip
-from profan.roofline.terms import async_start_times, op_times, roofline_bytes
+from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -73,7 +73,7 @@ def score_module(
                     "occurrences": count,
                     "flops": None if flops is None else flops * count,
                     "hbm_bytes": hbm * count,
-                    "ici_bytes": cost.ici_bytes * count,
+                    "ici_bytes": row_ici_bytes(cost) * count,
                     "intensity": (flops / hbm) if flops and hbm else math.nan,
                     "t_compute_s": times.t_compute_s * count,
                     "t_hbm_s": times.t_hbm_s * count,

@@ -22,7 +22,7 @@ import pandas as pd
 from profan.chips import Chip
 from profan.cost import CostModel, OpCost
 from profan.cost.kernels import reconcile
-from profan.hlo.model import Module
+from profan.hlo.model import Instruction, Module
 from profan.roofline.facts import (
     OpFacts,
     axis_sizes,
@@ -31,7 +31,7 @@ from profan.roofline.facts import (
     program_positions,
 )
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
-from profan.roofline.terms import async_start_times, op_times, roofline_bytes
+from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -43,12 +43,12 @@ OP_COLUMNS = (
     "efficiency", "source", "cost_source", "flops_source", "bytes_source", "peak", "trace_flops",
     "trace_bytes", "dtype", "async_role", "link", "module_key",
     "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
-    "collective", "derivation",
+    "collective", "note", "faster_executions", "derivation",
 )  # fmt: skip
 
 
 # Facts an op may lack (no instruction, no metadata, not a collective): ``None`` when absent.
-OPTIONAL_TEXT_COLUMNS = ("scope", "op_path", "shape", "collective")
+OPTIONAL_TEXT_COLUMNS = ("scope", "op_path", "shape", "collective", "note")
 
 
 @dataclass(slots=True)
@@ -74,6 +74,17 @@ def _present(value: Any) -> bool:
 def _number(value: Any) -> float | None:
     """A trace stat as a float, ``None`` where the trace has none."""
     return float(value) if _present(value) else None
+
+
+def _implicit_element(instruction: Instruction) -> OpCost:
+    """The trace ran a kernel under the name of one element (``%fusion#1``) of a multi-output
+    op: what that kernel did is not in the HLO (XLA's element is a free get-tuple-element)."""
+    cost = OpCost(None, None, 0.0, 0.0, flops_source="unknown", bytes_source="unknown")
+    cost.derivation.append(
+        f"the trace ran {instruction.name} as its own kernel: the work of one element of a "
+        "multi-output op is not in the HLO, so its cost is unknown"
+    )
+    return cost
 
 
 def per_op_rows(
@@ -105,7 +116,11 @@ def per_op_rows(
             if scoring is None:
                 sharding = shardings.get(module_key) if shardings else None
                 scoring = scorings[module_key] = _ModuleScoring(module, sharding)
-            cost = scoring.model.estimate(instruction)
+            cost = (
+                _implicit_element(instruction)
+                if instruction.implicit
+                else scoring.model.estimate(instruction)
+            )
             cost_source = "profan"
             axes = scoring.axes_by_name.get(op_name)
             mesh_axes = axis_sizes(scoring.sharding, axes)
@@ -136,6 +151,7 @@ def per_op_rows(
         measured = float(record["measured_s"])
         roofline = times.roofline_s * occurrences
         efficiency = roofline / measured if measured > 0 and roofline > 0 else math.nan
+        unknown = cost_source == "none" or cost.flops_source == cost.bytes_source == "unknown"
         span_total, span_n, exposed_wait = math.nan, None, math.nan
         derivation = cost.derivation + times.notes
         if cost.async_role == "done":
@@ -159,13 +175,13 @@ def per_op_rows(
                 "measured_s": measured,
                 "flops": None if cost.flops is None else cost.flops * occurrences,
                 "hbm_bytes": roofline_bytes(cost) * occurrences,
-                "ici_bytes": cost.ici_bytes * occurrences,
+                "ici_bytes": row_ici_bytes(cost) * occurrences,
                 "t_compute_s": times.t_compute_s * occurrences,
                 "t_hbm_s": times.t_hbm_s * occurrences,
                 "t_ici_s": times.t_ici_s * occurrences,
                 "t_host_s": times.t_host_s * occurrences,
                 "roofline_s": roofline,
-                "bound_by": times.bound_by if cost_source != "none" else "unknown",
+                "bound_by": "unknown" if unknown else times.bound_by,
                 "efficiency": efficiency,
                 "source": source,
                 "cost_source": cost_source,
@@ -191,6 +207,8 @@ def per_op_rows(
                 "position": facts.position,
                 "shape": facts.shape,
                 "collective": facts.collective,
+                "note": None,  # profan.roofline.checks explains ops faster than the model
+                "faster_executions": 0,
                 "derivation": "; ".join(derivation),
             }
         )

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from profan.chips import Chip, chip_for_device, get_chip
+from profan.roofline.checks import explain_faster_executions
 from profan.roofline.ops import per_op_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
+from profan.roofline.timeline import time_breakdown
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -47,6 +49,12 @@ class Summary(Mapping[str, Any]):
     unmatched_events: int
     mfu_peak_dtype: str
     mfu_peak_source: str
+    # each device's busy span split by op category and by bound, plus idle (sums to the span);
+    # means over the devices that ran ops (profan.roofline.timeline)
+    busy_span_s: float
+    idle_s: float
+    time_by_category_s: dict[str, float]
+    time_by_bound_s: dict[str, float]
     steps: int | None = None
     step_measured_s: float | None = None
     step_ideal_s: float | None = None
@@ -89,6 +97,7 @@ def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chi
 
 
 def _summary(profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataFrame) -> Summary:
+    breakdown = time_breakdown(profile, per_op)
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
     # overall efficiency compares synchronous ops only.
     synchronous = per_op[per_op["async_role"].isna()]
@@ -115,6 +124,10 @@ def _summary(profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataF
         unmatched_events=sum(u.count for u in profile.unmatched),
         mfu_peak_dtype=MFU_PEAK_DTYPE,
         mfu_peak_source=chip.device_peak_flops_source(MFU_PEAK_DTYPE),
+        busy_span_s=breakdown.busy_span_s,
+        idle_s=breakdown.idle_s,
+        time_by_category_s=breakdown.by_category_s,
+        time_by_bound_s=breakdown.by_bound_s,
     )
     if not steps.empty:
         summary.steps = len(steps)
@@ -151,7 +164,7 @@ def score(
     chip = resolve_chip(chip, profile)
     if shardings is None:
         shardings = _inferred_meshes(profile)
-    per_op = per_op_rows(profile, chip, shardings)
+    per_op = explain_faster_executions(profile, per_op_rows(profile, chip, shardings), chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     steps = step_rows(profile, chip, per_op)
     return Score(ops=per_op, steps=steps, chip=chip, summary=_summary(profile, chip, per_op, steps))

@@ -35,6 +35,13 @@ def key_column(values: pd.Series) -> pd.Series:
     return values.astype(object).where(values.notna(), "").astype(str)
 
 
+def device_keys(ops: pd.DataFrame) -> pd.Series:
+    """Which device each op ran on, unique across hosts (``host/device``)."""
+    device = ops["device"].astype(object).fillna(-1).astype(str) if "device" in ops else "0"
+    host = ops["host"].astype(object).fillna("").astype(str) if "host" in ops else ""
+    return pd.Series(host + "/" + device, index=ops.index) if len(ops) else pd.Series([], dtype=str)
+
+
 def async_spans(profile: Profile) -> dict[tuple[str, str], AsyncSpans]:
     """(module key, op name) -> the op's async spans, from ``profile.async_ops``."""
     spans = profile.async_ops

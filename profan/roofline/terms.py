@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from profan.chips import Chip, normalise_dtype
 from profan.cost import OpCost
+from profan.cost.collectives import sent_bytes_per_device
 from profan.roofline.interconnect import collective_time
 
 BOUNDS = ("compute", "hbm", "ici", "host")
@@ -101,6 +102,18 @@ def op_times(
     terms = {"compute": t_compute, "hbm": t_hbm, "ici": t_ici, "host": t_host}
     bound_by = max(terms, key=lambda key: terms[key]) if any(terms.values()) else "none"
     return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes, peak if flops else None)
+
+
+def row_ici_bytes(cost: OpCost) -> float:
+    """Interconnect bytes of one execution on the row that carries their time: an async
+    collective's on its done (XLA's cost analysis puts them on the start, which only issues the
+    transfer), none on the start."""
+    if cost.async_role == "start":
+        return 0.0
+    info = cost.collective
+    if cost.async_role == "done" and info is not None:
+        return sent_bytes_per_device(info.kind, info.full_bytes, info.group_size)
+    return cost.ici_bytes
 
 
 def async_start_times(times: OpTimes) -> OpTimes:

@@ -1,0 +1,91 @@
+"""Op executions measured faster than their roofline, counted per op and explained in words.
+
+A roofline is a lower bound: an execution shorter than its op's ideal time means the model
+charged work the hardware did not do (data still in on-chip cache, an async span that covers
+other transfers) or the trace recorded the execution shorter than it ran (zero-length or split
+events).  Such ops keep their figures, and ``Score.ops`` says how many executions beat the
+model (``faster_executions``) and why (``note``), so no number above 100% goes unexplained.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from profan.chips import Chip
+from profan.roofline.spans import key_column
+
+if TYPE_CHECKING:
+    from profan.trace.profile import Profile
+
+_TOLERANCE = 1e-9  # relative: an execution as long as its ideal is not faster
+
+
+def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
+    if async_role == "done":
+        return (
+            "its start-to-done spans come from the trace's async line, which may cover other "
+            "devices' transfers or only part of them"
+        )
+    if shortest_s <= 0:
+        return "the trace recorded zero-length events for it (truncated or split events)"
+    if bound == "hbm":
+        cache = "L2 cache" if chip.kind == "GPU" else "on-chip memory"
+        return (
+            f"it moved less from HBM than the model charges: its data was likely still in the "
+            f"{cache} from the op before it (the model charges every byte to HBM), or the trace "
+            "split an execution over several events"
+        )
+    if bound == "compute":
+        return (
+            "the trace splits an execution over several events (more events than the program "
+            "ran it), or the op did less math than its shapes say"
+        )
+    return f"the model over-counts its {bound} term"
+
+
+def explain_faster_executions(profile: Profile, per_op: pd.DataFrame, chip: Chip) -> pd.DataFrame:
+    """``per_op`` with ``faster_executions`` (executions shorter than the op's ideal time) and a
+    ``note`` in words for every op that has them or beats its roofline in total."""
+    occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1)
+    ideal = pd.DataFrame(
+        {
+            "_key": key_column(per_op["module_key"]),
+            "op_name": per_op["name"],
+            "_ideal": per_op["roofline_s"] / occurrences,
+        }
+    )
+    events = profile.ops[["module_key", "op_name", "duration_s"]].assign(
+        _key=key_column(profile.ops["module_key"])
+    )
+    events = events.merge(ideal, on=["_key", "op_name"], how="left")
+    faster = events[events["_ideal"] > events["duration_s"] * (1 + _TOLERANCE)]
+    counts = faster.groupby(["_key", "op_name"])["duration_s"].agg(["size", "min"])
+    keys = list(zip(ideal["_key"], ideal["op_name"], strict=True))
+    found = [counts.loc[k] if k in counts.index else None for k in keys]
+    per_op = per_op.copy()
+    per_op["faster_executions"] = pd.array([0 if f is None else int(f["size"]) for f in found])
+    notes: list[str | None] = []
+    for row, hit in zip(per_op.itertuples(index=False), found, strict=True):
+        efficiency = row.efficiency
+        beaten = bool(efficiency > 1.0) if not pd.isna(efficiency) else False
+        if hit is None and not beaten:
+            notes.append(None)
+            continue
+        per_execution = row.roofline_s / max(row.occurrences, 1)
+        shortest = (
+            float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
+        )
+        why = _why(row.bound_by, row.async_role, shortest, chip)
+        if beaten:
+            head = f"measured faster than its roofline ({efficiency:.0%} of the ideal time)"
+        else:
+            head = (
+                f"{int(hit['size'])} of {row.occurrences} executions measured faster than its "
+                f"roofline (shortest {shortest:.3g} s, ideal {per_execution:.3g} s)"
+            )
+        notes.append(f"{head}: {why}")
+    per_op["note"] = pd.Series(notes, index=per_op.index, dtype=object)
+    per_op["faster_executions"] = per_op["faster_executions"].astype("Int64")
+    return per_op

@@ -1,0 +1,127 @@
+"""Accounting that cannot lie (issue 10 item 1), as properties of every real trace: the fixtures
+(CPU, H100) and the external corpus (TPU v6e, MI300X).
+
+* a step's ideal never exceeds its measured time (share <= 100%), measured per device over the
+  ops the step holds;
+* each device's busy span splits exactly into per-category (and per-bound) time plus idle;
+* an op measured faster than its roofline says why, in words;
+* every figure names its source; no op is charged 0 bytes unless its bytes are unknown; a row
+  with interconnect time carries interconnect bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import profan
+from profan.cost.kernels import SOURCES
+from profan.report.pipeline import describe_shardings, resolve_layout
+from profan.roofline import Score, score
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CORPUS_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "traces"
+FIXTURE_TRACES = sorted(p.name for p in FIXTURES.iterdir() if (p / "trace").is_dir())
+CORPUS_NAMES = sorted(
+    p.name for p in CORPUS_TRACES.glob("*.xplane.pb") if not p.name.startswith("corrupt")
+)
+_CACHE: dict[str, tuple[profan.Profile, Score]] = {}
+
+
+def _scored(path: Path) -> tuple[profan.Profile, Score]:
+    if str(path) not in _CACHE:
+        trace, hlo = resolve_layout(path, None)
+        profile = profan.load(trace, hlo=hlo)
+        _CACHE[str(path)] = (profile, score(profile, shardings=describe_shardings(profile)))
+    return _CACHE[str(path)]
+
+
+def _spans(ops: pd.DataFrame) -> list[float]:
+    """First start to last end of each (host, device)."""
+    ends = ops["start_s"] + ops["duration_s"]
+    return [
+        float(ends.iloc[rows].max() - ops["start_s"].iloc[rows].min())
+        for rows in ops.groupby(["host", "device"]).indices.values()
+    ]
+
+
+@pytest.fixture(params=[*FIXTURE_TRACES, *CORPUS_NAMES])
+def scored(request: pytest.FixtureRequest) -> tuple[profan.Profile, Score]:
+    name = request.param
+    if name.endswith(".xplane.pb"):
+        corpus = request.getfixturevalue("corpus_dir")  # skips without the corpus
+        return _scored(corpus / "traces" / name)
+    return _scored(FIXTURES / name)
+
+
+def test_no_step_runs_above_its_roofline(scored) -> None:
+    profile, result = scored
+    steps = result.steps
+    assert len(steps) == len(profile.steps) > 0
+    assert (steps["ideal_s"] <= steps["measured_s"]).all(), steps
+    assert (steps["efficiency"] <= 1.0).all() and (steps["mfu"] <= 1.0).all()
+    # measured over the step's own ops, never shorter than the trace's step window
+    assert (steps["measured_s"] >= steps["window_s"]).all()
+    for row in steps.itertuples():
+        span = max(_spans(profile.ops[profile.ops["step"] == row.step]))
+        assert row.measured_s == pytest.approx(max(span, row.window_s), rel=1e-12)
+        if span > row.window_s * (1 + 1e-9):
+            assert "past its window" in row.note
+
+
+def test_busy_span_splits_into_categories_bounds_and_idle(scored) -> None:
+    profile, result = scored
+    summary = result.summary
+    # independently: per device, first start to last end, averaged over devices with ops
+    ops = profile.ops
+    spans = _spans(ops)
+    assert summary.busy_span_s == pytest.approx(sum(spans) / len(spans), rel=1e-12)
+    for breakdown in (summary.time_by_category_s, summary.time_by_bound_s):
+        assert all(value >= 0 for value in breakdown.values())
+        assert sum(breakdown.values()) + summary.idle_s == pytest.approx(
+            summary.busy_span_s, rel=1e-9
+        )
+    # busy time is at most the op time (overlapping ops share an instant, never add up)
+    devices = len(spans)
+    assert sum(summary.time_by_category_s.values()) <= ops["duration_s"].sum() / devices * (
+        1 + 1e-9
+    )
+
+
+def test_an_op_execution_faster_than_its_roofline_is_explained(scored) -> None:
+    profile, result = scored
+    ops = result.ops
+    # independently: every event against its op's ideal time per execution
+    ideal = ops.assign(_ideal=ops["roofline_s"] / ops["occurrences"])
+    ideal["module_key"] = ideal["module_key"].astype(object).fillna("")
+    events = profile.ops.assign(module_key=profile.ops["module_key"].astype(object).fillna(""))
+    events = events.merge(
+        ideal[["module_key", "name", "_ideal"]].rename(columns={"name": "op_name"}),
+        on=["module_key", "op_name"],
+    )
+    faster = events[events["_ideal"] > events["duration_s"] * (1 + 1e-9)]
+    counts = faster.groupby(["module_key", "op_name"]).size()
+    for row in ideal.itertuples():
+        expected = int(counts.get((row.module_key, row.name), 0))
+        assert row.faster_executions == expected, row.name
+        explained = expected > 0 or row.efficiency > 1.0
+        assert (isinstance(row.note, str) and "faster than its roofline" in row.note) == explained
+        if explained:
+            assert row.note.split(": ", 1)[1], row.name  # a reason, in words
+
+
+def test_every_figure_has_a_source_and_no_op_is_charged_zero_bytes_silently(scored) -> None:
+    _, result = scored
+    ops = result.ops
+    assert set(ops["flops_source"]) <= set(SOURCES) and set(ops["bytes_source"]) <= set(SOURCES)
+    unknown_flops = pd.to_numeric(ops["flops"], errors="coerce").isna()
+    assert (ops.loc[unknown_flops, "flops_source"] == "unknown").all()
+    zero_bytes = ops[ops["hbm_bytes"] == 0]
+    assert (zero_bytes["bytes_source"] == "unknown").all(), zero_bytes[["name", "opcode"]]
+    # interconnect time is carried by the row that has the bytes (an async pair: its done)
+    timed = ops[ops["t_ici_s"] > 0]
+    assert (timed["ici_bytes"] > 0).all(), timed[["name", "opcode"]]
+    assert not (ops["roofline_s"].apply(math.isnan)).any()
