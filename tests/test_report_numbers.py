@@ -329,3 +329,30 @@ def test_collective_groups_match_the_printed_replica_groups(fixtures_dir: Path) 
     gather = next(op for op in report.ops if op.name == "all-gather")
     dims = [int(d) for d in gather.shape.split("[")[1].rstrip("]").split(",")]
     assert found["all-gather"]["bytes"] == 4 * math.prod(dims)
+
+
+def test_busy_span_and_idle_per_host_and_device(fixtures_dir: Path) -> None:
+    """The multi-host fixture (3 hosts × 2 devices, recorded by JAX's distributed runtime):
+    each (host, device) timeline's busy span and idle time, merged here interval by interval in
+    plain Python, averaged over the timelines, are the summary's figures."""
+    analysis, report = _report(fixtures_dir / "multihost")
+    ops = analysis.profile.ops
+    spans, idles = [], []
+    for _, events in ops.groupby(["host", "device"], observed=True):
+        intervals = sorted(
+            zip(events["start_s"], events["start_s"] + events["duration_s"], strict=True)
+        )
+        covered, current_start, current_end = 0.0, *intervals[0]
+        for start, end in intervals[1:]:
+            if start > current_end:
+                covered += current_end - current_start
+                current_start, current_end = start, end
+            else:
+                current_end = max(current_end, end)
+        covered += current_end - current_start
+        span = max(e for _, e in intervals) - intervals[0][0]
+        spans.append(span)
+        idles.append(span - covered)
+    assert len(spans) == 6
+    assert report.summary.busy_span_s == pytest.approx(sum(spans) / 6, rel=1e-9)
+    assert report.summary.idle_s == pytest.approx(sum(idles) / 6, rel=1e-9, abs=1e-15)

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ConfigError("--top must be at least 1")
     config = load_rule_config(args.config)
-    progress = Progress()
+    progress = Progress(False) if args.format == "json" else Progress()
     report = report_for(
         args.trace, chip=args.chip, hlo=args.hlo, run=args.run, config=config, progress=progress
     )

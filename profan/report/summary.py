@@ -75,15 +75,19 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
     start = ops["start_s"].to_numpy(dtype=float)
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
+    # one timeline per (host, device): hosts may each number their devices from 0
+    hosts = ops["host"].astype(str) if "host" in ops else pd.Series("", index=ops.index)
+    timeline_of, _ = pd.factorize(pd.MultiIndex.from_arrays([hosts, ops["device"].fillna(-1)]))
     is_compute = np.isin(categories, list(COMPUTE_CATEGORIES))
     is_hidden_candidate = np.isin(categories, ["collective", "host"])
     is_collective = categories == "collective"
     exposed = np.zeros(len(ops))
     idle_total = span_total = comm_total = 0.0
     all_gaps: list[timeline.Gap] = []
-    devices = np.unique(device)
-    for dev in devices:
-        on_device = device == dev
+    timelines = np.unique(timeline_of)
+    for line in timelines:
+        on_device = timeline_of == line
+        dev = device[on_device][0]
         compute = timeline.union(start[on_device & is_compute], end[on_device & is_compute])
         candidates = np.nonzero(on_device & is_hidden_candidate)[0]
         if len(candidates):
@@ -97,7 +101,7 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
             all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
         mine = on_device & is_collective
         comm_total += float((end[mine] - start[mine]).sum())
-    n = max(len(devices), 1)
+    n = max(len(timelines), 1)
     frame = op_identity(ops, "op_name").assign(x=exposed)[is_hidden_candidate]
     exposed_by_op = {
         (str(m), str(p), str(o)): float(v)
