@@ -299,11 +299,13 @@ def test_docs_ci_commands_work(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stdout
     assert "::error" not in passed.stdout
     check = _doc_command(r"^(profan check .*)$")
-    trace = tmp_path / check[2]
-    assert trace.is_dir()  # --profan-trace-dir wrote it where the page says
+    assert (tmp_path / check[2]).is_dir()  # --profan-trace-dir wrote it where the page says
+    assert check[check.index("--baseline") + 1] == "tests/perf/baselines/layer.json"
     report = _run_doc(tmp_path, ["profan", "report", check[2], "--format", "json"], "base")
     assert report.returncode == 0, report.stderr
     (tmp_path / "accepted-report.json").write_text(report.stdout)
+    same = _run_doc(tmp_path, check, "base")
+    assert same.returncode == 0, same.stdout + same.stderr  # the trace against its own baseline
     shutil.rmtree(tmp_path / "perf-traces")
 
     failed = _run_doc(tmp_path, selected, "allgather", GITHUB_ACTIONS="true")
@@ -315,12 +317,16 @@ def test_docs_ci_commands_work(tmp_path: Path) -> None:
     assert failed.stdout.count(annotation) == 2  # the fixture's test and the marked one
     assert (tmp_path / "perf-junit.xml").is_file()
 
-    checked = _run_doc(tmp_path, check, "allgather")
-    assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert re.search(
-        rf"^::error file=tests/perf/test_model_perf\.py,line={line},title=baseline\.new_collective"
-        r"%3A\S+::new collective all-gather",
-        checked.stdout,
-        re.MULTILINE,
-    ), checked.stdout
-    assert (tmp_path / "check.xml").is_file()
+    # profan check on the kept trace: the per-machine baseline file, and a JSON report baseline
+    with_report = [*check]
+    with_report[with_report.index("--baseline") + 1] = "accepted-report.json"
+    for argv in (check, with_report):
+        checked = _run_doc(tmp_path, argv, "allgather")
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert re.search(
+            rf"^::error file=tests/perf/test_model_perf\.py,line={line},"
+            r"title=baseline\.new_collective%3A\S+::new collective all-gather",
+            checked.stdout,
+            re.MULTILINE,
+        ), checked.stdout
+        assert (tmp_path / "check.xml").is_file()
