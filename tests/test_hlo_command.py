@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,33 @@ def test_chip_table_is_formatted_like_the_report(
         assert record["occurrences"] in (1, trips)
     body_ops = frame[frame["computation"] != module.entry.name]
     assert len(body_ops) and (body_ops["occurrences"] == trips).all()
+
+
+@pytest.mark.slow
+def test_async_collectives_carry_their_bytes_where_their_time_is(corpus_dir: Path) -> None:
+    """Every XLA test module with an async collective (a `*-done`) that XLA accepts: the row that
+    carries the interconnect time (the done) carries the bytes sent too; no row shows t_ici > 0
+    beside ici_bytes 0, in what `profan hlo --chip` prints."""
+    from profan.errors import ProfanError
+    from profan.roofline import score_module
+
+    pattern = re.compile(r"(all-reduce|all-gather|collective-permute)-done")
+    manifest = [
+        json.loads(line)
+        for line in (corpus_dir / "hlo/xla/MANIFEST.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    accepted = {row["file"] for row in manifest if row.get("xla_parses")}
+    checked = 0
+    for path in sorted((corpus_dir / "hlo/xla").glob("*.hlo")):
+        if path.name not in accepted or not pattern.search(path.read_text()):
+            continue
+        try:
+            frame = score_module(parse_file(path), "tpu-v5e")
+        except ProfanError:
+            continue  # a module profan cannot read is the parser's concern (its own tests)
+        timed = frame[frame["t_ici_s"] > 0]
+        assert (timed["ici_bytes"] > 0).all(), (path.name, timed[["name", "ici_bytes"]])
+        dones = frame[frame["opcode"].str.endswith("-done") & (frame["category"] == "collective")]
+        checked += len(dones)
+    assert checked >= 100

@@ -77,9 +77,20 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
         ) / len(step_events)
         assert report.summary.mfu == pytest.approx(expected, rel=1e-9)
 
-    # time by category sums (per device) to the op time per device
-    per_device = sum(report.summary.time_by_category_s.values())
-    assert per_device * report.device["count"] == pytest.approx(chrome_total_s, rel=1e-3)
+    # each device's busy span (first op start to last op end) from the profiler's JSON export;
+    # time by category and by bound (overlapping ops sharing each instant) plus idle fill it
+    spans: dict[object, tuple[float, float]] = {}
+    for e in chrome:
+        first, last = spans.get(e["args"].get("device_ordinal"), (math.inf, -math.inf))
+        spans[e["args"].get("device_ordinal")] = (
+            min(first, e["ts"]),
+            max(last, e["ts"] + e["dur"]),
+        )
+    busy_span_s = sum(last - first for first, last in spans.values()) * 1e-6 / len(spans)
+    s = report.summary
+    assert s.busy_span_s == pytest.approx(busy_span_s, rel=1e-6)
+    assert sum(s.time_by_category_s.values()) + s.idle_s == pytest.approx(s.busy_span_s, rel=1e-9)
+    assert sum(s.time_by_bound_s.values()) == pytest.approx(s.busy_span_s, rel=1e-9)  # with idle
 
     # collectives in the report = collectives meta.json lists from the HLO
     expected = {c["name"] for c in meta.get("hlo_collectives", [])}
@@ -170,7 +181,7 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     assert unmatched == sum(u.count for u in profile.unmatched)
     # the JSON report carries every op with the schema's fields
     data = report.to_dict()
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     fields = set(
         [
             "module",

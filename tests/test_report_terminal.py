@@ -64,7 +64,7 @@ def _check_fits(report: Report, width: int, colour: bool) -> str:
     op_text = "".join(
         line[:op_width].strip()
         for line in body
-        if not line.startswith("  flags:") and not line.startswith("       ")
+        if not line.startswith(("  flags:", "  note:")) and not line.startswith("       ")
     )
     names = [op.label for op in report.ops[:20]]
     assert op_text == "".join(names)

@@ -192,9 +192,27 @@ def test_largest_gaps_are_the_largest() -> None:
 def test_json_report_version_checked() -> None:
     from profan.report.model import Report
 
-    with pytest.raises(ConfigError, match="schema_version 2 is not supported"):
-        Report.from_dict({"schema_version": 2})
+    with pytest.raises(ConfigError, match="schema_version 3 is not supported"):
+        Report.from_dict({"schema_version": 3})
     with pytest.raises(ConfigError, match="no schema_version"):
         Report.from_dict({"ops": []})
     with pytest.raises(ConfigError, match="malformed"):
         Report.from_dict({"schema_version": 1, "ops": []})
+
+
+def test_a_schema_1_report_still_reads_back(fixtures_dir: Path) -> None:
+    """Baselines written by schema 1 (before steps[].measured_s and the time splits changed
+    meaning, and before label/sources existed) still load: labels default to names."""
+    from profan.report.build import build_report
+    from profan.report.model import Report
+    from profan.report.pipeline import analyse
+
+    data = build_report(analyse(fixtures_dir / "matmul")).to_dict()
+    data["schema_version"] = 1
+    for op in data["ops"]:
+        for name in ("label", "flops_source", "bytes_source", "peak", "note"):
+            op.pop(name, None)
+    old = Report.from_dict(data)
+    assert old.schema_version == 1
+    assert [op.label for op in old.ops] == [op["name"] for op in data["ops"]]
+    assert old.to_dict()["schema_version"] == 1

@@ -179,6 +179,8 @@ def _entries(
             peak=_text(record.get("peak")),
             trace_flops=_optional(record.get("trace_flops")),
             trace_bytes=_optional(record.get("trace_bytes")),
+            faster_executions=_optional_int(record.get("faster_executions")) or None,
+            note=_text(record.get("note")),
         )
         entries.append((entry, module_key))
     _label(entries)
@@ -231,6 +233,12 @@ def build_report(
         ops=entries,
         steps=steps,
         facts=facts,
+        busy=summary.BusyTime(
+            span_s=float(score.summary.busy_span_s),
+            idle_s=float(score.summary.idle_s),
+            by_category_s=dict(score.summary.time_by_category_s),
+            by_bound_s=dict(score.summary.time_by_bound_s),
+        ),
         total_event_time_s=float(profile.ops["duration_s"].sum()) if len(profile.ops) else 0.0,
         device_count=int(profile.device.count or 1),
         scorer=_scorer_figures(score),

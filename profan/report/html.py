@@ -65,6 +65,7 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
             f"median {seconds(s.step_time_median_s)}, min "
             f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)}",
         ),
+        *[(f"step {st['step']}", str(st["note"])) for st in report.steps if st.get("note")],
         ("MFU", mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))),
         ("ideal step (roofline)", step_share_text(s.step_ideal_s, s.step_measured_s) or "-"),
         (
@@ -134,7 +135,9 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
             f"<td class='num'>{'<br>'.join(e(x) for x in flops_lines(op))}</td>"
             f"<td class='num'>{'<br>'.join(e(x) for x in bytes_lines(op))}</td>"
             f"<td>{e(sharding)}</td><td>{e(op.source or '')}</td>"
-            f"<td class='bad'>{e(', '.join(op.flags))}</td></tr>"
+            f"<td><span class='bad'>{e(', '.join(op.flags))}</span>"
+            + (f"<br><i>note: {e(op.note)}</i>" if op.note else "")
+            + "</td></tr>"
         )
     parts.append("</table>")
 

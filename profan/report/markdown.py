@@ -15,12 +15,16 @@ from profan.report.format import (
 )
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.memory import markdown_lines as memory_markdown_lines
-from profan.report.model import Report
+from profan.report.model import OpEntry, Report
 from profan.report.terminal import measured_lines, sharding_lines
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _note(op: OpEntry) -> str:
+    return f"<br>note: {op.note}" if op.note else ""
 
 
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
@@ -39,6 +43,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| steps | {s.step_count} |",
         f"| step time | median {seconds(s.step_time_median_s)}, min "
         f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",
+        *[f"| step {st['step']} | {_cell(st['note'])} |" for st in report.steps if st.get("note")],
         f"| MFU | {_cell(mfu)} |",
         f"| ideal step (roofline) | {_cell(step_share or '-')} |",
         f"| exposed communication | {seconds(s.exposed_comm_s)} per device "
@@ -78,7 +83,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "
             f"{'<br>'.join(flops_lines(op))} | {'<br>'.join(bytes_lines(op))} | "
             f"{_cell(sharding)} | "
-            f"{_cell(op.source or '')} | {', '.join(op.flags)} |"
+            f"{_cell(op.source or '')} | {_cell(', '.join(op.flags) + _note(op))} |"
         )
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)

@@ -19,7 +19,9 @@ import pandas as pd
 from profan import __version__
 from profan.errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Older versions this profan still reads (baselines written before a field changed meaning).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 Scalar = int | float | str | bool
 
@@ -67,6 +69,10 @@ class OpEntry:
     # the profiler's own figures (totals like flops/hbm_bytes) where the trace has them
     trace_flops: float | None = None
     trace_bytes: float | None = None
+    # executions that ran faster than the roofline allows (zero-length events, on-chip caches,
+    # split events), and the scorer's words on why
+    faster_executions: int | None = None
+    note: str | None = None
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
     # that name (profan.report.build); reports written before it existed read back with name
     label: str = ""
@@ -233,10 +239,11 @@ class Report:
     def from_dict(cls, data: dict[str, Any], *, where: str = "report") -> Report:
         if not isinstance(data, dict) or "schema_version" not in data:
             raise ConfigError(f"{where}: not a profan JSON report (no schema_version)")
-        if data["schema_version"] != SCHEMA_VERSION:
+        if data["schema_version"] not in READABLE_SCHEMA_VERSIONS:
+            readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
             raise ConfigError(
                 f"{where}: schema_version {data['schema_version']} is not supported "
-                f"(this profan reads {SCHEMA_VERSION})"
+                f"(this profan reads {readable})"
             )
         try:
             op_fields = {f.name for f in dataclasses.fields(OpEntry)}
@@ -255,6 +262,7 @@ class Report:
                 findings=findings,
                 unmatched=list(data.get("unmatched", [])),
                 trace=dict(data.get("trace", {})),
+                schema_version=int(data["schema_version"]),
                 memory=list(data.get("memory", [])),
                 hosts=list(data.get("hosts", [])),
                 cross_host=dict(data.get("cross_host", {})),

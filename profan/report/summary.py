@@ -55,6 +55,17 @@ def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
     return merged["category"].fillna("unmatched").to_numpy()
 
 
+@dataclass(frozen=True, slots=True)
+class BusyTime:
+    """The scorer's split of each device's busy span (per device, overlapping ops sharing each
+    instant): by category and by bound, plus idle, each summing to the span."""
+
+    span_s: float
+    idle_s: float
+    by_category_s: dict[str, float]
+    by_bound_s: dict[str, float]
+
+
 @dataclass(slots=True)
 class Overlap:
     """What the timelines say: per-op exposed time and per-device busy/idle/communication."""
@@ -63,15 +74,14 @@ class Overlap:
     exposed_by_op: dict[tuple[str, str, str], float]
     exposed_comm_s: float  # per device, whole profile
     collective_s: float  # per device, whole profile
-    busy_span_s: float  # per device: first op start to last op end
-    idle_in_span_s: float  # per device
     top_gaps: list[IdleGap]
 
 
 def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
-    """Collective and host time not hidden behind compute on the same device, and idle gaps."""
+    """Collective and host time not hidden behind compute on the same device, and the longest
+    idle gaps."""
     if len(ops) == 0:
-        return Overlap({}, 0.0, 0.0, 0.0, 0.0, [])
+        return Overlap({}, 0.0, 0.0, [])
     start = ops["start_s"].to_numpy(dtype=float)
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
@@ -82,7 +92,7 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
     is_hidden_candidate = np.isin(categories, ["collective", "host"])
     is_collective = categories == "collective"
     exposed = np.zeros(len(ops))
-    idle_total = span_total = comm_total = 0.0
+    comm_total = 0.0
     all_gaps: list[timeline.Gap] = []
     timelines = np.unique(timeline_of)
     for line in timelines:
@@ -94,11 +104,7 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
             covered = timeline.overlap(compute, start[candidates], end[candidates])
             exposed[candidates] = np.maximum((end[candidates] - start[candidates]) - covered, 0.0)
         busy = timeline.union(start[on_device], end[on_device])
-        if len(busy.starts):
-            span = float(busy.ends[-1] - busy.starts[0])
-            span_total += span
-            idle_total += span - busy.total
-            all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
+        all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
         mine = on_device & is_collective
         comm_total += float((end[mine] - start[mine]).sum())
     n = max(len(timelines), 1)
@@ -110,9 +116,7 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
     all_gaps.sort(key=lambda g: -g.duration_s)
     top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]
     comm_exposed = float(exposed[is_collective].sum())
-    return Overlap(
-        exposed_by_op, comm_exposed / n, comm_total / n, span_total / n, idle_total / n, top
-    )
+    return Overlap(exposed_by_op, comm_exposed / n, comm_total / n, top)
 
 
 def _number(value: Any, default: float = 0.0) -> float:
@@ -124,16 +128,20 @@ def _number(value: Any, default: float = 0.0) -> float:
 
 
 def steps(profile_steps: pd.DataFrame | None, score_steps: pd.DataFrame | None) -> list[dict]:
-    """One row per step: the profile's start/end/duration, then the scorer's per-step columns."""
+    """One row per step: start/end and the trace's window (``window_s``) from the profile, then
+    the scorer's per-step columns; ``measured_s`` is the scorer's (what its ideal is compared
+    with: the step's own ops' span, never less than the window), else the window."""
     rows: dict[int, dict[str, Any]] = {}
     if profile_steps is not None and len(profile_steps):
         for record in profile_steps.to_dict("records"):
             step = int(record["step"])
+            window = _number(record.get("duration_s"))
             rows[step] = {
                 "step": step,
                 "start_s": _number(record.get("start_s")),
                 "end_s": _number(record.get("end_s")),
-                "measured_s": _number(record.get("duration_s")),
+                "measured_s": window,
+                "window_s": window,
             }
     if score_steps is not None and len(score_steps):
         for record in score_steps.to_dict("records"):
@@ -141,12 +149,11 @@ def steps(profile_steps: pd.DataFrame | None, score_steps: pd.DataFrame | None) 
                 step = int(record["step"])
             except (TypeError, ValueError):
                 continue
-            row = rows.setdefault(
-                step, {"step": step, "measured_s": _number(record.get("measured_s"))}
-            )
+            row = rows.setdefault(step, {"step": step})
             for name, value in record.items():
-                if name != "step" and name not in row:
-                    row[name] = value
+                if name == "step" or (name == "window_s" and "window_s" in row):
+                    continue
+                row[name] = value
     return [rows[k] for k in sorted(rows)]
 
 
@@ -155,23 +162,18 @@ def summarise(
     ops: list[OpEntry],
     steps: list[dict[str, Any]],
     facts: Overlap,
+    busy: BusyTime,
     total_event_time_s: float,
     device_count: int,
     scorer: dict[str, Scalar],
 ) -> Summary:
-    """The summary figures (before the rules ran: ``findings`` stays None)."""
-    step_times = np.array([s["measured_s"] for s in steps if s.get("measured_s")], dtype=float)
+    """The summary figures (before the rules ran: ``findings`` stays None).  Step time
+    statistics are over the trace's step windows (what the profiler recorded as the step)."""
+    windows = [s.get("window_s", s.get("measured_s")) for s in steps]
+    step_times = np.array([w for w in windows if w], dtype=float)
     devices = max(device_count, 1)
     matched = sum(op.measured_s for op in ops)
-    by_category: dict[str, float] = {}
-    by_bound: dict[str, float] = dict.fromkeys(BOUNDS, 0.0)
-    for op in ops:
-        by_category[op.category] = by_category.get(op.category, 0.0) + op.measured_s
-        by_bound[op.bound_by] = by_bound.get(op.bound_by, 0.0) + op.measured_s
-    # per device: the score sums over devices
-    ordered = sorted(by_category.items(), key=lambda kv: -kv[1])
-    time_by_bound = {k: v / devices for k, v in by_bound.items()}
-    time_by_bound["idle"] = facts.idle_in_span_s
+    time_by_bound = {**dict.fromkeys(BOUNDS, 0.0), **busy.by_bound_s, "idle": busy.idle_s}
     gaps = [
         steps[i + 1]["start_s"] - steps[i]["end_s"]
         for i in range(len(steps) - 1)
@@ -192,16 +194,14 @@ def summarise(
         unmatched_op_time_s=total_event_time_s - matched,
         op_count=len(ops),
         device_count=devices,
-        time_by_category_s={k: v / devices for k, v in ordered},
+        time_by_category_s=dict(sorted(busy.by_category_s.items(), key=lambda kv: -kv[1])),
         time_by_bound_s=time_by_bound,
         collective_time_s=facts.collective_s,
         exposed_comm_s=facts.exposed_comm_s,
         exposed_comm_per_step_s=facts.exposed_comm_s / len(steps) if steps else None,
-        exposed_comm_share=(
-            facts.exposed_comm_s / facts.busy_span_s if facts.busy_span_s > 0 else 0.0
-        ),
-        busy_span_s=facts.busy_span_s,
-        idle_s=facts.idle_in_span_s,
+        exposed_comm_share=facts.exposed_comm_s / busy.span_s if busy.span_s > 0 else 0.0,
+        busy_span_s=busy.span_s,
+        idle_s=busy.idle_s,
         idle_gaps=facts.top_gaps,
         inter_step_gap_total_s=float(sum(gaps)),
         inter_step_gap_max_s=float(max(gaps)) if gaps else 0.0,

@@ -149,6 +149,9 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
         if flags_below and row["flags"]:
             for line in para("flags: " + " ".join(row["flags"]), width, indent=2, hang=7):
                 lines.append(style(line, "red"))
+        if report.ops[index].note:
+            for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
+                lines.append(style(line, "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
@@ -200,6 +203,11 @@ def render(
             f"(min {seconds(s.step_time_min_s)}, p90 {seconds(s.step_time_p90_s)},"
             f" max {seconds(s.step_time_max_s)})",
         )
+        noted = [(s["step"], s["note"]) for s in report.steps if s.get("note")]
+        for step, note in noted[:2]:
+            field("", f"step {step}: {note}")
+        if len(noted) > 2:
+            field("", f"… and notes on {len(noted) - 2} more steps (JSON: steps[].note)")
     else:
         field("steps", "none marked in the trace")
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
