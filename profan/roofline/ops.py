@@ -30,6 +30,7 @@ from profan.roofline.facts import (
     op_facts,
     program_positions,
 )
+from profan.roofline.megacore import Accounting
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
 
@@ -88,9 +89,13 @@ def _implicit_element(instruction: Instruction) -> OpCost:
 
 
 def per_op_rows(
-    profile: Profile, chip: Chip, shardings: dict[str, ShardingReport] | None
+    profile: Profile,
+    chip: Chip,
+    shardings: dict[str, ShardingReport] | None,
+    accounting: Accounting | None = None,
 ) -> pd.DataFrame:
-    """One row per (module, op) with the per-execution cost and roofline times."""
+    """One row per (module, op) with the per-execution cost and roofline times (``chip``: the
+    figures the trace's accounting is scored against, see ``profan.roofline.megacore``)."""
     spans_by_op = async_spans(profile)
     ops = profile.ops.assign(_key=key_column(profile.ops["module_key"]))
     aggregations: dict[str, tuple[str, str]] = {
@@ -121,6 +126,8 @@ def per_op_rows(
                 if instruction.implicit
                 else scoring.model.estimate(instruction)
             )
+            if accounting is not None:
+                cost = accounting.share(cost)
             cost_source = "profan"
             axes = scoring.axes_by_name.get(op_name)
             mesh_axes = axis_sizes(scoring.sharding, axes)

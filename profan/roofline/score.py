@@ -12,6 +12,7 @@ import pandas as pd
 
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
+from profan.roofline.megacore import trace_accounting
 from profan.roofline.ops import per_op_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
 from profan.roofline.timeline import time_breakdown
@@ -55,6 +56,10 @@ class Summary(Mapping[str, Any]):
     idle_s: float
     time_by_category_s: dict[str, float]
     time_by_bound_s: dict[str, float]
+    # how the trace accounts an op's work: "per-chip", or "per-TensorCore" on megacore chips
+    # (TPU v4, v5p; then figures are one core's share and peaks one core's) — and why
+    accounting: str = "per-chip"
+    accounting_note: str | None = None
     steps: int | None = None
     step_measured_s: float | None = None
     step_ideal_s: float | None = None
@@ -161,10 +166,14 @@ def score(
     ``shardings``: module key -> ``profan.sharding.describe(module)``; collectives are then timed
     over the mesh axes the analysis found (else over the axes their device groups span).
     """
-    chip = resolve_chip(chip, profile)
+    accounting = trace_accounting(profile, resolve_chip(chip, profile))
+    chip = accounting.scoring_chip(resolve_chip(chip, profile))
     if shardings is None:
         shardings = _inferred_meshes(profile)
-    per_op = explain_faster_executions(profile, per_op_rows(profile, chip, shardings), chip)
+    per_op = per_op_rows(profile, chip, shardings, accounting)
+    per_op = explain_faster_executions(profile, per_op, chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     steps = step_rows(profile, chip, per_op)
-    return Score(ops=per_op, steps=steps, chip=chip, summary=_summary(profile, chip, per_op, steps))
+    summary = _summary(profile, chip, per_op, steps)
+    summary.accounting, summary.accounting_note = accounting.name, accounting.note or None
+    return Score(ops=per_op, steps=steps, chip=chip, summary=summary)
