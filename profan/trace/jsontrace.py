@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from profan.errors import TraceError
+from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace, _OpColumns
 from profan.trace.storage import as_path
-from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, _OpColumns, read_bytes
+from profan.trace.xplane import read_bytes
 
 _DEVICE_PROCESS = re.compile(r"^/device:(TPU|GPU):(\d+)")
 

@@ -22,13 +22,15 @@ from profan.hlo.model import Module
 from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import Progress, map_hosts, scheduler_address
+from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.options import LoadOptions
+from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
-from profan.trace.xplane import NA_INT, PROGRAM_NA, HostTrace, executions_of_kernels, read_host
+from profan.trace.xplane import read_host
 
 MAX_EXAMPLES = 5
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profan.trace.xplane import NA_INT, HostTrace
+from profan.trace.planes import NA_INT, HostTrace
 
 
 def assign_steps(

@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,50 +53,26 @@ import numpy as np
 from google.protobuf.message import DecodeError, Message
 
 from profan.errors import TraceError
-from profan.trace.command_buffers import COMMAND_BUFFER
+from profan.trace.gpu import read_gpu_plane
+from profan.trace.planes import (
+    NA_INT,
+    PROGRAM_NA,
+    HostTrace,
+    _decode_line,
+    _line_times,
+    _metadata_stats,
+    _OpColumns,
+    _PlaneStats,
+    _stat_value,
+    plane_stats,
+)
 from profan.trace.schema import load_schema
 from profan.trace.storage import RemotePath, as_path
-from profan.trace.wire import (
-    KIND_DOUBLE,
-    KIND_GZIP,
-    KIND_INT,
-    KIND_REF,
-    KIND_STR,
-    KIND_UINT,
-    EventArrays,
-    WireError,
-    decode_events,
-)
+from profan.trace.wire import EventArrays
 
 _DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
 _MODULE_WITH_ID = re.compile(r"^(.*)\((\d+)\)$")
 _HLO_LINE_NAME = re.compile(r"^%?([^\s=]+)\s*=")
-
-# Columns of HostTrace.ops (numpy arrays or object arrays, one entry per op execution).
-NA_INT = -(2**63)
-PROGRAM_NA = np.uint64(2**64 - 1)  # program ids are uint64 (TPU ids use all 64 bits)
-
-
-@dataclass(slots=True)
-class HostTrace:
-    """What one host's file recorded, as plain arrays (cheap to send between processes)."""
-
-    host: str
-    path: str
-    kind: str | None = None  # "TPU" | "GPU" | "CPU"
-    base_ns: int = 0  # op start times are picoseconds after this (ns since the epoch)
-    devices: dict[int, dict[str, Any]] = field(default_factory=dict)  # plane stats per device
-    ops: dict[str, np.ndarray] = field(default_factory=dict)
-    async_ops: dict[str, np.ndarray] = field(default_factory=dict)
-    module_runs: dict[str, np.ndarray] = field(default_factory=dict)  # TPU "XLA Modules"
-    step_marks: list[tuple[int, int, int, str]] = field(default_factory=list)
-    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # program id ->
-    module_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
-    # GPU kernels that ran inside command buffers (hlo_op ``command_buffer_N``), not yet
-    # attributed to instructions: column name -> one array per device plane.
-    graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
-    notes: list[str] = field(default_factory=list)
-    planes: list[str] = field(default_factory=list)  # plane names, for error messages
 
 
 def _classes() -> dict[str, type[Message]]:
@@ -130,123 +104,6 @@ def decode_xspace_view(data: bytes, path: str) -> Message:
     if not space.planes:
         raise TraceError(path, "the XSpace holds no planes")
     return space
-
-
-def _stat_value(stat: Message, names: dict[int, str]) -> Any:
-    which = stat.WhichOneof("value")
-    if which is None:
-        return None
-    value = getattr(stat, which)
-    if which == "ref_value":
-        return names.get(value)
-    if which == "compressed_str_value":
-        try:
-            return gzip.decompress(value).decode("utf-8", "replace")
-        except (OSError, EOFError):
-            return None
-    return value
-
-
-def plane_stats(plane: Message) -> dict[str, Any]:
-    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    return {
-        names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, names) for s in plane.stats
-    }
-
-
-class _PlaneStats:
-    """Stat ids of one plane and vectorised lookups of stat values in decoded events."""
-
-    def __init__(self, plane: Message) -> None:
-        self.names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        self.ids: dict[str, int] = {}
-        for key, name in self.names.items():
-            self.ids.setdefault(name, key)
-
-    def id(self, name: str) -> int | None:
-        return self.ids.get(name)
-
-    def _rows(self, events: EventArrays, name: str) -> np.ndarray:
-        stat_id = self.ids.get(name)
-        if stat_id is None:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(events.stat_metadata_id == stat_id)
-
-    def ints(self, events: EventArrays, name: str, default: np.ndarray) -> np.ndarray:
-        rows = self._rows(events, name)
-        out = default
-        if rows.size:
-            kind = events.stat_kind[rows]
-            good = np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))
-            out[events.stat_event[rows[good]]] = events.stat_int[rows[good]]
-            doubles = rows[kind == KIND_DOUBLE]
-            out[events.stat_event[doubles]] = events.stat_double[doubles].astype(np.int64)
-        return out
-
-    def uints(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
-        """Unsigned values (program ids) into a uint64 array."""
-        rows = self._rows(events, name)
-        if rows.size:
-            kind = events.stat_kind[rows]
-            good = rows[np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))]
-            out[events.stat_event[good]] = events.stat_int[good].view(np.uint64)
-        return out
-
-    def floats(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
-        rows = self._rows(events, name)
-        if rows.size:
-            kind = events.stat_kind[rows]
-            whole = rows[np.isin(kind, (KIND_INT, KIND_UINT))]
-            out[events.stat_event[whole]] = events.stat_int[whole].astype(np.float64)
-            doubles = rows[kind == KIND_DOUBLE]
-            out[events.stat_event[doubles]] = events.stat_double[doubles]
-        return out
-
-    def strings(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
-        """String values (str, ref or compressed) into an object array (None where absent)."""
-        rows = self._rows(events, name)
-        if not rows.size:
-            return out
-        kind = events.stat_kind[rows]
-        refs = rows[kind == KIND_REF]
-        if refs.size:
-            ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
-            names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
-            out[events.stat_event[refs]] = names[inverse]
-        texts = rows[np.isin(kind, (KIND_STR, KIND_GZIP))]
-        for row in texts:
-            raw = events.stat_text(int(row))
-            if events.stat_kind[row] == KIND_GZIP:
-                try:
-                    raw = gzip.decompress(raw)
-                except (OSError, EOFError):
-                    continue
-            out[events.stat_event[row]] = raw.decode("utf-8", "replace")
-        return out
-
-
-def _metadata_stats(plane: Message, wanted: tuple[str, ...]) -> dict[int, dict[str, Any]]:
-    """Stats stored on event metadata (constant for all events of that metadata)."""
-    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    found: dict[int, dict[str, Any]] = {}
-    for key, meta in plane.event_metadata.items():
-        if not meta.stats:
-            continue
-        values = {}
-        for stat in meta.stats:
-            name = names.get(stat.metadata_id)
-            if name in wanted:
-                values[name] = _stat_value(stat, names)
-        if values:
-            found[key] = values
-    return found
-
-
-def _decode_line(line: Message, path: str, **options: Any) -> EventArrays:
-    try:
-        return decode_events(list(line.events), **options)
-    except WireError as error:
-        raise TraceError(path, f"damaged events on line {line.name!r}: {error}") from None
 
 
 def read_host(path: str, host: str) -> HostTrace:
@@ -282,7 +139,7 @@ def read_host(path: str, host: str) -> HostTrace:
             if kind == "TPU":
                 _read_tpu_plane(plane, ordinal, trace, builder, async_builder, runs, path)
             else:
-                _read_gpu_plane(plane, ordinal, trace, builder, path)
+                read_gpu_plane(plane, ordinal, trace, builder, path)
         if host_plane is not None:
             _read_host_plane(host_plane, trace, None, path)
     elif host_plane is not None:
@@ -312,63 +169,6 @@ def _read_metadata(plane: Message, trace: HostTrace) -> None:
         if proto and program_id is not None:
             trace.hlo_protos[program_id] = (module_name, proto)
             trace.module_names[program_id] = module_name
-
-
-class _OpColumns:
-    """Accumulates per-line column arrays, concatenated once at the end."""
-
-    NAMES = (
-        "device",
-        "module",
-        "program_id",
-        "op_name",
-        "start_ps",
-        "duration_ps",
-        "trace_flops",
-        "trace_bytes_accessed",
-        "trace_model_flops",
-        "source",
-        "run_id",
-        "kernel_count",
-        "line",
-    )
-
-    def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.NAMES}
-
-    def add(self, **columns: np.ndarray) -> None:
-        count = len(columns["start_ps"])
-        defaults: dict[str, Any] = {
-            "module": None,
-            "program_id": PROGRAM_NA,
-            "source": None,
-            "run_id": NA_INT,
-            "trace_flops": np.nan,
-            "trace_bytes_accessed": np.nan,
-            "trace_model_flops": np.nan,
-            "kernel_count": 1,
-            "line": None,
-            "op_name": None,
-            "device": NA_INT,
-        }
-        for name in self.NAMES:
-            value = columns.get(name)
-            if value is None:
-                default = defaults[name]
-                dtype = object if default is None else np.asarray(default).dtype
-                value = np.full(count, default, dtype=dtype)
-            elif not isinstance(value, np.ndarray):
-                value = np.full(count, value, dtype=object if isinstance(value, str) else None)
-            self.parts[name].append(value)
-
-    def finish(self) -> dict[str, np.ndarray]:
-        if not self.parts["start_ps"]:
-            return {}
-        return {name: np.concatenate(parts) for name, parts in self.parts.items()}
-
-
-def _line_times(line: Message, events: EventArrays, base_ns: int) -> np.ndarray:
-    return events.offset_ps + (line.timestamp_ns - base_ns) * 1000
 
 
 def _read_tpu_plane(
@@ -497,105 +297,6 @@ def _columns_with_metadata(
     }
 
 
-def _read_gpu_plane(
-    plane: Message, ordinal: int, trace: HostTrace, ops: _OpColumns, path: str
-) -> None:
-    stats = _PlaneStats(plane)
-    hlo_op = stats.id("hlo_op")
-    if hlo_op is None:
-        return
-    wanted = [
-        stats.id(n)
-        for n in ("hlo_op", "hlo_module", "program_id", "unique_hlo_op_id")
-        if stats.id(n) is not None
-    ]
-    parts: dict[str, list[np.ndarray]] = defaultdict(list)
-    for line in plane.lines:
-        if not line.events:
-            continue
-        events = _decode_line(line, path, wanted_stats=wanted, require_stats=[hlo_op])
-        if not len(events):
-            continue
-        count = len(events)
-        parts["start"].append(_line_times(line, events, trace.base_ns))
-        parts["duration"].append(events.duration_ps)
-        parts["name"].append(stats.strings(events, "hlo_op", np.full(count, None, dtype=object)))
-        parts["module"].append(
-            stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
-        )
-        parts["program"].append(
-            stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
-        )
-        parts["around"].append(
-            stats.ints(events, "unique_hlo_op_id", np.full(count, NA_INT, dtype=np.int64))
-        )
-        keys, inverse = np.unique(events.metadata_id, return_inverse=True)
-        kernel_names = [_event_name(plane, int(key)) for key in keys]
-        parts["kernel"].append(np.array(kernel_names, dtype=object)[inverse])
-    if not parts:
-        return
-    columns = {name: np.concatenate(values) for name, values in parts.items()}
-    order = np.argsort(columns["start"], kind="stable")
-    columns = {name: values[order] for name, values in columns.items()}
-    in_graph = np.array(
-        [isinstance(n, str) and COMMAND_BUFFER.match(n) is not None for n in columns["name"]],
-        dtype=bool,
-    )
-    if in_graph.any():
-        # Kernels inside command buffers are attributed once the module is known (load.py).
-        graph = trace.graph_kernels
-        graph["device"].append(np.full(int(in_graph.sum()), ordinal, dtype=np.int64))
-        for name in ("start", "duration", "name", "module", "program", "around", "kernel"):
-            graph[name].append(columns[name][in_graph])
-    mine = {name: values[~in_graph] for name, values in columns.items()}
-    if len(mine["start"]):
-        found = _executions(mine)
-        ops.add(device=np.full(len(found["start_ps"]), ordinal, dtype=np.int64), **found)
-
-
-def _event_name(plane: Message, key: int) -> str | None:
-    meta = plane.event_metadata.get(key)
-    return meta.name if meta is not None else None
-
-
-def _first_kernels(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """One HLO op may launch several kernels: consecutive kernels (in start order, on one
-    device) of the same (module, program, op) are one execution.  Returns the index of each
-    execution's first kernel and each kernel's execution number."""
-    key = np.array(
-        [
-            f"{m}\x00{p}\x00{n}"
-            for m, p, n in zip(columns["module"], columns["program"], columns["name"], strict=True)
-        ]
-    )
-    new_group = np.ones(len(key), dtype=bool)
-    new_group[1:] = key[1:] != key[:-1]
-    return np.flatnonzero(new_group), np.cumsum(new_group) - 1
-
-
-def _executions(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Op-execution columns from kernels in start order: an execution's duration is the sum of
-    its kernels' durations, its start the first kernel's start."""
-    firsts, group = _first_kernels(columns)
-    return {
-        "module": columns["module"][firsts],
-        "program_id": columns["program"][firsts],
-        "op_name": columns["name"][firsts],
-        "start_ps": columns["start"][firsts],
-        "duration_ps": np.bincount(group, weights=columns["duration"]).astype(np.int64),
-        "kernel_count": np.bincount(group).astype(np.int64),
-        "line": np.full(len(firsts), "kernels", dtype=object),
-    }
-
-
-def executions_of_kernels(columns: dict[str, np.ndarray], ordinal: int) -> dict[str, np.ndarray]:
-    """``_executions`` with the device column, in ``_OpColumns`` layout (for load.py)."""
-    builder = _OpColumns()
-    found = _executions(columns)
-    builder.add(device=np.full(len(found["start_ps"]), ordinal, dtype=np.int64), **found)
-    return builder.finish()
-
-
 def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
     """CPU op events (when ``ops`` is given) and StepTraceAnnotation events."""
     stats = _PlaneStats(plane)
@@ -661,3 +362,14 @@ def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, p
             f"{host_launches} host-side events with hlo_op (kernel launches / dispatch on "
             "/host:CPU) were not counted as op executions: the device planes record those"
         )
+
+
+__all__ = [
+    "NA_INT",
+    "PROGRAM_NA",
+    "HostTrace",
+    "decode_xspace_view",
+    "plane_stats",
+    "read_bytes",
+    "read_host",
+]

@@ -1,0 +1,225 @@
+"""What every plane reader shares: ``HostTrace`` (one host's columns), stat lookups over decoded
+events, and the column builder.  Readers: ``xplane`` (TPU, CPU host, metadata), ``gpu``."""
+
+from __future__ import annotations
+
+import gzip
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import Message
+
+from profan.errors import TraceError
+from profan.trace.wire import (
+    KIND_DOUBLE,
+    KIND_GZIP,
+    KIND_INT,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT,
+    EventArrays,
+    WireError,
+    decode_events,
+)
+
+# Columns of HostTrace.ops (numpy arrays or object arrays, one entry per op execution).
+NA_INT = -(2**63)
+PROGRAM_NA = np.uint64(2**64 - 1)  # program ids are uint64 (TPU ids use all 64 bits)
+
+
+@dataclass(slots=True)
+class HostTrace:
+    """What one host's file recorded, as plain arrays (cheap to send between processes)."""
+
+    host: str
+    path: str
+    kind: str | None = None  # "TPU" | "GPU" | "CPU"
+    base_ns: int = 0  # op start times are picoseconds after this (ns since the epoch)
+    devices: dict[int, dict[str, Any]] = field(default_factory=dict)  # plane stats per device
+    ops: dict[str, np.ndarray] = field(default_factory=dict)
+    async_ops: dict[str, np.ndarray] = field(default_factory=dict)
+    module_runs: dict[str, np.ndarray] = field(default_factory=dict)  # TPU "XLA Modules"
+    step_marks: list[tuple[int, int, int, str]] = field(default_factory=list)
+    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # program id ->
+    module_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
+    # GPU kernels that ran inside command buffers (hlo_op ``command_buffer_N``), not yet
+    # attributed to instructions: column name -> one array per device plane.
+    graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
+    notes: list[str] = field(default_factory=list)
+    planes: list[str] = field(default_factory=list)  # plane names, for error messages
+
+
+def _stat_value(stat: Message, names: dict[int, str]) -> Any:
+    which = stat.WhichOneof("value")
+    if which is None:
+        return None
+    value = getattr(stat, which)
+    if which == "ref_value":
+        return names.get(value)
+    if which == "compressed_str_value":
+        try:
+            return gzip.decompress(value).decode("utf-8", "replace")
+        except (OSError, EOFError):
+            return None
+    return value
+
+
+def plane_stats(plane: Message) -> dict[str, Any]:
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    return {
+        names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, names) for s in plane.stats
+    }
+
+
+class _PlaneStats:
+    """Stat ids of one plane and vectorised lookups of stat values in decoded events."""
+
+    def __init__(self, plane: Message) -> None:
+        self.names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        self.ids: dict[str, int] = {}
+        for key, name in self.names.items():
+            self.ids.setdefault(name, key)
+
+    def id(self, name: str) -> int | None:
+        return self.ids.get(name)
+
+    def _rows(self, events: EventArrays, name: str) -> np.ndarray:
+        stat_id = self.ids.get(name)
+        if stat_id is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(events.stat_metadata_id == stat_id)
+
+    def ints(self, events: EventArrays, name: str, default: np.ndarray) -> np.ndarray:
+        rows = self._rows(events, name)
+        out = default
+        if rows.size:
+            kind = events.stat_kind[rows]
+            good = np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))
+            out[events.stat_event[rows[good]]] = events.stat_int[rows[good]]
+            doubles = rows[kind == KIND_DOUBLE]
+            out[events.stat_event[doubles]] = events.stat_double[doubles].astype(np.int64)
+        return out
+
+    def uints(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        """Unsigned values (program ids) into a uint64 array."""
+        rows = self._rows(events, name)
+        if rows.size:
+            kind = events.stat_kind[rows]
+            good = rows[np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))]
+            out[events.stat_event[good]] = events.stat_int[good].view(np.uint64)
+        return out
+
+    def floats(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        rows = self._rows(events, name)
+        if rows.size:
+            kind = events.stat_kind[rows]
+            whole = rows[np.isin(kind, (KIND_INT, KIND_UINT))]
+            out[events.stat_event[whole]] = events.stat_int[whole].astype(np.float64)
+            doubles = rows[kind == KIND_DOUBLE]
+            out[events.stat_event[doubles]] = events.stat_double[doubles]
+        return out
+
+    def strings(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
+        """String values (str, ref or compressed) into an object array (None where absent)."""
+        rows = self._rows(events, name)
+        if not rows.size:
+            return out
+        kind = events.stat_kind[rows]
+        refs = rows[kind == KIND_REF]
+        if refs.size:
+            ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
+            names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
+            out[events.stat_event[refs]] = names[inverse]
+        texts = rows[np.isin(kind, (KIND_STR, KIND_GZIP))]
+        for row in texts:
+            raw = events.stat_text(int(row))
+            if events.stat_kind[row] == KIND_GZIP:
+                try:
+                    raw = gzip.decompress(raw)
+                except (OSError, EOFError):
+                    continue
+            out[events.stat_event[row]] = raw.decode("utf-8", "replace")
+        return out
+
+
+def _metadata_stats(plane: Message, wanted: tuple[str, ...]) -> dict[int, dict[str, Any]]:
+    """Stats stored on event metadata (constant for all events of that metadata)."""
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    found: dict[int, dict[str, Any]] = {}
+    for key, meta in plane.event_metadata.items():
+        if not meta.stats:
+            continue
+        values = {}
+        for stat in meta.stats:
+            name = names.get(stat.metadata_id)
+            if name in wanted:
+                values[name] = _stat_value(stat, names)
+        if values:
+            found[key] = values
+    return found
+
+
+def _decode_line(line: Message, path: str, **options: Any) -> EventArrays:
+    try:
+        return decode_events(list(line.events), **options)
+    except WireError as error:
+        raise TraceError(path, f"damaged events on line {line.name!r}: {error}") from None
+
+
+class _OpColumns:
+    """Accumulates per-line column arrays, concatenated once at the end."""
+
+    NAMES = (
+        "device",
+        "module",
+        "program_id",
+        "op_name",
+        "start_ps",
+        "duration_ps",
+        "trace_flops",
+        "trace_bytes_accessed",
+        "trace_model_flops",
+        "source",
+        "run_id",
+        "kernel_count",
+        "line",
+    )
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.NAMES}
+
+    def add(self, **columns: np.ndarray) -> None:
+        count = len(columns["start_ps"])
+        defaults: dict[str, Any] = {
+            "module": None,
+            "program_id": PROGRAM_NA,
+            "source": None,
+            "run_id": NA_INT,
+            "trace_flops": np.nan,
+            "trace_bytes_accessed": np.nan,
+            "trace_model_flops": np.nan,
+            "kernel_count": 1,
+            "line": None,
+            "op_name": None,
+            "device": NA_INT,
+        }
+        for name in self.NAMES:
+            value = columns.get(name)
+            if value is None:
+                default = defaults[name]
+                dtype = object if default is None else np.asarray(default).dtype
+                value = np.full(count, default, dtype=dtype)
+            elif not isinstance(value, np.ndarray):
+                value = np.full(count, value, dtype=object if isinstance(value, str) else None)
+            self.parts[name].append(value)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        if not self.parts["start_ps"]:
+            return {}
+        return {name: np.concatenate(parts) for name, parts in self.parts.items()}
+
+
+def _line_times(line: Message, events: EventArrays, base_ns: int) -> np.ndarray:
+    return events.offset_ps + (line.timestamp_ns - base_ns) * 1000
