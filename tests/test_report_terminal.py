@@ -231,3 +231,36 @@ def test_programs_sharing_a_module_name_are_told_apart(corpus_dir: Path) -> None
     assert len(gemms) == 4
     assert all(re.fullmatch(r"jit_matmul\(\d+\)/custom-call\.1", op.label) for op in gemms)
     assert len({op.label for op in gemms}) == 4
+
+
+@pytest.mark.slow
+def test_annotate_uses_the_chosen_programs_ops(corpus_dir: Path) -> None:
+    """Four programs named jit_matmul each have a custom-call.1: annotating one program prints
+    that program's own measurement beside its custom-call.1, not another's."""
+    from profan.report import annotate
+    from profan.report.format import seconds
+
+    analysis = analyse(corpus_dir / "traces/mi300x_jax08_attention.xplane.pb")
+    report = build_report(analysis)
+    gemms = [o for o in report.ops if o.module == "jit_matmul" and o.name == "custom-call.1"]
+    assert len({o.program for o in gemms}) == 4
+    for op in gemms:
+        text = annotate.render(report, analysis.profile, op.program)
+        line = next(x for x in text.splitlines() if re.match(r"\s*(ROOT )?%?custom-call\.1 =", x))
+        assert f"measured {seconds(op.measured_s)} over {op.occurrences} executions" in line
+
+
+def test_megacore_accounting_is_said_in_the_header(fixtures_dir: Path) -> None:
+    """Scored against TPU v4 (two TensorCores act as one device) the header says which
+    accounting the scorer used, in every format; against the CPU entry it says nothing."""
+    report = build_report(analyse(fixtures_dir / "mlp", chip="tpu-v4"))
+    note = report.summary.scorer["accounting_note"]
+    assert "megacore" in note and report.summary.scorer["accounting"] in (
+        "per-chip",
+        "per-TensorCore",
+    )
+    assert note in " ".join(terminal.render(report, width=400).split())
+    assert note in markdown.render(report) and note in html.render(report, {})
+    plain = _report(fixtures_dir / "mlp")
+    assert "accounting_note" not in plain.summary.scorer
+    assert "per-chip:" not in terminal.render(plain, width=200)

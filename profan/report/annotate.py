@@ -8,17 +8,11 @@ from typing import Any
 
 from profan.errors import ConfigError
 from profan.hlo.model import Module
+from profan.hlo.printer import module_to_text
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
 
 _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?([A-Za-z0-9_.\-]+)\s*=")
-
-
-def module_text(module: Module) -> str:
-    to_text = getattr(module, "to_text", None)
-    if callable(to_text):
-        return str(to_text())
-    raise ConfigError(f"module {module.name}: this profan cannot print HLO text (no to_text)")
 
 
 def pick_module(report: Report, profile: Any, name: str | None) -> tuple[str, Module]:
@@ -34,7 +28,7 @@ def pick_module(report: Report, profile: Any, name: str | None) -> tuple[str, Mo
         raise ConfigError(f"no module {name!r} in this profile (modules: {known})")
     time_by_module: dict[str, float] = defaultdict(float)
     for op in report.ops:
-        time_by_module[op.module] += op.measured_s
+        time_by_module[op.program or op.module] += op.measured_s
     for module_name, _ in sorted(time_by_module.items(), key=lambda kv: -kv[1]):
         if module_name in keys:
             return module_name, keys[module_name]
@@ -92,6 +86,8 @@ def source_summary(ops: list[OpEntry]) -> str:
 
 def render(report: Report, profile: Any, module_name: str | None = None) -> str:
     key, module = pick_module(report, profile, module_name)
-    ops = [op for op in report.ops if op.module in (key, module.name)]
+    # the program's own ops (several programs may share a module name)
+    ops = [op for op in report.ops if (op.program or op.module) in (key, module.name)]
+    ops = [op for op in ops if op.program in (None, key)]
     header = f"// profan annotate: module {module.name} ({len(ops)} ops measured)\n"
-    return header + annotate(module_text(module), ops) + "\n" + source_summary(ops)
+    return header + annotate(module_to_text(module), ops) + "\n" + source_summary(ops)

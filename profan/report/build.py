@@ -181,6 +181,7 @@ def _entries(
             trace_bytes=_optional(record.get("trace_bytes")),
             faster_executions=_optional_int(record.get("faster_executions")) or None,
             note=_text(record.get("note")),
+            program=module_key or None,
         )
         entries.append((entry, module_key))
     _label(entries)

@@ -59,6 +59,11 @@ def render(report: Report, pngs: dict[str, bytes], *, top: int = 30) -> str:
             f"{chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
             f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')})",
         ),
+        *(
+            [("accounting", str(s.scorer["accounting_note"]))]
+            if s.scorer.get("accounting_note")
+            else []
+        ),
         ("steps", str(s.step_count)),
         (
             "step time",

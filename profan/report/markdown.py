@@ -40,6 +40,11 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| device | {d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}) |",
         f"| chip | {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
         f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')}) |",
+        *(
+            [f"| accounting | {_cell(str(s.scorer['accounting_note']))} |"]
+            if s.scorer.get("accounting_note")
+            else []
+        ),
         f"| steps | {s.step_count} |",
         f"| step time | median {seconds(s.step_time_median_s)}, min "
         f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",

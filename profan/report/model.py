@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profan import __version__
 from profan.errors import ConfigError
+from profan.version import __version__
 
 SCHEMA_VERSION = 2
 # Older versions this profan still reads (baselines written before a field changed meaning).
@@ -73,6 +73,8 @@ class OpEntry:
     # split events), and the scorer's words on why
     faster_executions: int | None = None
     note: str | None = None
+    # the program: the key of its module in the profile (``jit_matmul(19)``), None without HLO
+    program: str | None = None
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
     # that name (profan.report.build); reports written before it existed read back with name
     label: str = ""

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-import profan
 from profan import chips, roofline, sharding
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
 from profan.report.model import Report
 from profan.sharding import ShardingReport
+from profan.trace import load
 from profan.trace.profile import Profile
 from profan.trace.storage import is_remote
 
@@ -80,7 +80,7 @@ def analyse(
         raise TraceError(str(path), "no such file or directory")
     progress(f"loading {path}")
     trace_path, hlo = resolve_layout(path, hlo)
-    profile = profan.load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
+    profile = load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
     shardings = describe_shardings(profile)

@@ -192,6 +192,8 @@ def render(
         f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device  "
         f"[source: {chip.get('source')}]",
     )
+    if s.scorer.get("accounting_note"):
+        field("", f"{s.scorer.get('accounting')}: {s.scorer['accounting_note']}")
     for module, axes in s.mesh.items():
         if axes:
             mesh_text = " × ".join(f"{name}={size}" for name, size in axes.items())
