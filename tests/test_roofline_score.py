@@ -60,17 +60,17 @@ def test_score_efficiency_and_mfu_from_the_formula() -> None:
         [flops / (peak * 2 * ideal), flops / (peak * 4 * ideal)]
     )
     assert steps["share_compute"].tolist() == pytest.approx([1.0, 1.0])
-    assert result.summary["efficiency"] == pytest.approx(1 / 3)
+    assert result.summary.efficiency == pytest.approx(1 / 3)
 
 
 def test_trace_peaks_drive_the_score() -> None:
     device = DeviceInfo(kind="CPU", type_string="cpu", count=1, peak_flops_per_s=4e11,
                         peak_hbm_bytes_per_s=2e11)  # fmt: skip
     result = score(_matmul_profile([1e-3], device))
-    sources = result.summary["figure_sources"]
+    sources = result.summary.figure_sources
     assert sources["peak_flops.bf16"] == "trace" and sources["hbm_bytes_per_s"] == "trace"
     assert sources["peak_flops.f32"] == "catalogue"  # the trace's peak is the bf16 rate
-    assert result.summary["peak_flops_per_s"] == 4e11
+    assert result.summary.peak_flops_per_s == 4e11
     row = result.ops.iloc[0]
     assert row["occurrences"] == 1
     assert row["t_hbm_s"] == pytest.approx(3670016 / 2e11)
@@ -181,7 +181,7 @@ def test_fixture_traces_never_beat_their_roofline(name: str) -> None:
         pytest.skip(f"fixture {name} has no trace")
     result = score(profan.load(str(trace)))
     assert result.chip.name == "cpu"
-    assert not result.summary["unknown_cost_ops"]
+    assert not result.summary.unknown_cost_ops
     # A roofline is a lower bound: no op and no step may beat it (the generic CPU figures are
     # set generously for that; in-place scatters are charged only their touched rows).
     assert (result.ops["efficiency"].dropna() <= 1.0).all(), result.ops.nlargest(3, "efficiency")

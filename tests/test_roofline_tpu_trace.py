@@ -39,7 +39,7 @@ def test_per_op_figures_agree_with_the_embedded_modules(v6e_profile) -> None:
 def test_score_uses_the_traces_own_peaks_and_stays_a_lower_bound(v6e_profile) -> None:
     result = score(v6e_profile)
     assert result.chip.name == "tpu-v6e"
-    sources = result.summary["figure_sources"]
+    sources = result.summary.figure_sources
     assert sources["peak_flops.bf16"] == "trace" and sources["hbm_bytes_per_s"] == "trace"
     ops = result.ops.set_index("name")
     # the three broadcast-add fusions read + write 5 GiB each: HBM-bound at the trace's 1638 GB/s
@@ -59,4 +59,4 @@ def test_score_uses_the_traces_own_peaks_and_stays_a_lower_bound(v6e_profile) ->
     # async dones are scored over their spans on the async line (test_roofline_async_spans)
     dones = result.ops[result.ops["opcode"] == "copy-done"]
     assert len(dones) == 6 and dones["async_span_s"].notna().all()
-    assert 0 < result.summary["efficiency"] <= 1.0
+    assert 0 < result.summary.efficiency <= 1.0

@@ -4,7 +4,7 @@ measured times) — the same arithmetic as ``score``, over every op the module r
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -28,23 +28,19 @@ MODULE_COLUMNS = (
 
 
 def score_module(
-    module: Module, chip: Chip | str, *, sharding: ShardingReport | Any | None = None
+    module: Module, chip: Chip | str, *, sharding: ShardingReport | None = None
 ) -> pd.DataFrame:
     """Compile-time roofline of every op a module runs (entry + while bodies, calls, branches;
     not fused bodies), sorted by ideal time, longest first.  ``occurrences`` is how often the op
     runs per execution of the module (``profan.hlo.graph.scheduled_computations``: loops' known
     trip counts; ``occurrences_exact`` is False where a trip count is unknown or the op sits in a
     conditional's branch).  ``sharding``:
-    ``profan.sharding.describe(module)``, whose mesh axes time the collectives.
+    ``profan.sharding.describe(module)``, whose mesh axes time the collectives (without it the
+    axes their device groups span).
     """
     from profan.attribute import classify
 
     chip = resolve_chip(chip)
-    if sharding is None:  # transitional, until commands/hlo.py passes it
-        from profan.roofline.score import _InferredMesh
-        from profan.sharding import infer_mesh
-
-        sharding = _InferredMesh(infer_mesh(module))
     model = CostModel(module)
     axes_by_name = mesh_axes_by_name(sharding)
     devices = max(module.num_partitions, 1) * max(module.replica_count, 1)

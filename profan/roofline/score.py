@@ -30,8 +30,6 @@ class Summary(Mapping[str, Any]):
     measured time is just its exposed wait).  ``mfu`` is the mean over steps of each step's FLOPs
     over all its devices / (the chip's dense ``mfu_peak_dtype`` peak per device x step time x
     devices): the one definition of MFU in profan.  Step fields are ``None`` without steps.
-
-    (It also reads as a mapping of its fields, for readers written against the former dict.)
     """
 
     chip: str
@@ -68,6 +66,7 @@ class Summary(Mapping[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    # Transitional: report/build.py's _scorer_figures still reads the summary as a mapping.
     def __getitem__(self, key: str) -> Any:
         if key not in self.__dataclass_fields__:
             raise KeyError(key)
@@ -142,19 +141,6 @@ def _summary(profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataF
     return summary
 
 
-@dataclass(slots=True)
-class _InferredMesh:
-    mesh: Any
-
-
-def _inferred_meshes(profile: Profile) -> dict[str, Any]:
-    """Transitional, until ``report/pipeline.py`` passes ``shardings``: each module's mesh as
-    ``profan.sharding.infer_mesh`` finds it (what scoring did before it was passed in)."""
-    from profan.sharding import infer_mesh
-
-    return {key: _InferredMesh(infer_mesh(module)) for key, module in profile.modules.items()}
-
-
 def score(
     profile: Profile,
     chip: Chip | str | None = None,
@@ -163,13 +149,12 @@ def score(
 ) -> Score:
     """Score every op of a loaded profile (aggregated over its executions) and every step.
 
-    ``shardings``: module key -> ``profan.sharding.describe(module)``; collectives are then timed
-    over the mesh axes the analysis found (else over the axes their device groups span).
+    ``shardings``: module key -> ``profan.sharding.describe(module)`` (the pipeline describes
+    each module once and passes it in); collectives are timed over the mesh axes the analysis
+    found.  Without it nothing is inferred: the axes are those their device groups span.
     """
     accounting = trace_accounting(profile, resolve_chip(chip, profile))
     chip = accounting.scoring_chip(resolve_chip(chip, profile))
-    if shardings is None:
-        shardings = _inferred_meshes(profile)
     per_op = per_op_rows(profile, chip, shardings, accounting)
     per_op = explain_faster_executions(profile, per_op, chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
