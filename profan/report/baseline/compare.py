@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profan import __version__
 from profan.report.baseline.entry import (
     MEMORY_QUANTITIES,
     UPDATE_HINT,
@@ -23,6 +22,7 @@ from profan.report.baseline.entry import (
 from profan.report.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
 from profan.report.model import Report
+from profan.version import __version__
 
 # Device kinds whose step times gate by default (CPU runners share cores; their times are noise).
 TIMED_DEVICE_KINDS = frozenset({"TPU", "GPU"})

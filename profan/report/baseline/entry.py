@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profan import __version__
 from profan.errors import ConfigError
 from profan.report.keys import base_name
 from profan.report.model import Report
+from profan.version import __version__
 
 FORMAT = "profan-baseline"
 FORMAT_VERSION = 1
