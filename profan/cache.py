@@ -34,7 +34,11 @@ def _code_hash() -> str:
 
         digest = hashlib.sha256(grammar_hash().encode())
         package = Path(__file__).parent
-        sources = [*sorted(package.joinpath("hlo").glob("*.py")), package / "trace" / "hloproto.py"]
+        sources = [
+            *sorted(package.joinpath("hlo").glob("*.py")),
+            package / "trace" / "hloproto.py",
+            package / "trace" / "hloattrs.py",  # the attribute texts hloproto builds with
+        ]
         for source in sources:
             digest.update(source.read_bytes())
         _CODE_HASH = digest.hexdigest()[:16]
