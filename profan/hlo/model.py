@@ -130,6 +130,11 @@ class Shape:
             yield self
 
 
+# The shape of an instruction the text printed without one, when it cannot be inferred (see
+# profan.hlo.inference): its size is unknown.
+UNKNOWN_SHAPE = Shape("unknown")
+
+
 @dataclass(frozen=True, slots=True)
 class Operand:
     """One operand reference: its name, and its shape when the text printed it."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from profan.hlo.model import Computation, Instruction, Module, Operand, Shape
-from profan.hlo.shapes import UNKNOWN_SHAPE, shape_to_text
+from profan.hlo.model import UNKNOWN_SHAPE, Computation, Instruction, Module, Operand, Shape
+from profan.hlo.shapes import shape_to_text
 from profan.hlo.text import quote
 
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from profan.errors import HloSyntaxError
-from profan.hlo.model import DTYPE_BITS, UNBOUNDED_DIM, Layout, Shape
-from profan.hlo.views import int_list_attribute
+from profan.hlo.model import UNBOUNDED_DIM, Layout, Shape
 from profan.paths import grammar_path
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
@@ -217,10 +215,6 @@ def shape_to_text(shape: Shape) -> str:
     return text
 
 
-# The shape of an instruction printed without one whose shape profan could not infer.
-UNKNOWN_SHAPE = Shape("unknown")
-
-
 def is_unknown(shape: Shape | None) -> bool:
     """Whether the shape (or any element of a tuple) is one the text left out and profan could
     not infer: its size is unknown, so any cost that depends on it is unknown too."""
@@ -229,69 +223,3 @@ def is_unknown(shape: Shape | None) -> bool:
     if shape.dtype == "unknown":
         return True
     return shape.is_tuple and any(is_unknown(element) for element in shape.tuple_shapes)
-
-
-# Ops whose result has the shape of their first operand.
-_SAME_SHAPE_OP_WORDS = (
-    "abs add and atan2 cbrt ceil clamp copy cosine divide erf exponential exponential-minus-one "
-    "floor imag is-finite log log-plus-one logistic maximum minimum multiply negate not or "
-    "popcnt power real remainder round-nearest-afz round-nearest-even rsqrt select sign sine "
-    "sqrt subtract tan tanh xor shift-left shift-right-arithmetic shift-right-logical "
-    "all-reduce collective-permute optimization-barrier copy-start copy-done"
-)
-_SAME_SHAPE_OPS = frozenset(_SAME_SHAPE_OP_WORDS.split())
-
-
-def _dot_shape(instruction: Any, lhs: Shape, rhs: Shape) -> Shape:
-    """XLA's dot shape inference: batch dims, then lhs free dims, then rhs free dims; the wider
-    element type of the two operands."""
-    if not (lhs.is_array and rhs.is_array):
-        return UNKNOWN_SHAPE
-    lhs_batch = int_list_attribute(instruction, "lhs_batch_dims")
-    rhs_batch = int_list_attribute(instruction, "rhs_batch_dims")
-    lhs_contracting = int_list_attribute(instruction, "lhs_contracting_dims")
-    rhs_contracting = int_list_attribute(instruction, "rhs_contracting_dims")
-    try:
-        dims = [lhs.dims[d] for d in lhs_batch]
-        dims += [size for d, size in enumerate(lhs.dims) if d not in lhs_batch + lhs_contracting]
-        dims += [size for d, size in enumerate(rhs.dims) if d not in rhs_batch + rhs_contracting]
-    except IndexError:
-        return UNKNOWN_SHAPE
-    dtype = lhs.dtype if DTYPE_BITS.get(lhs.dtype, 0) >= DTYPE_BITS.get(rhs.dtype, 0) else rhs.dtype
-    return Shape(dtype, tuple(dims), (False,) * len(dims))
-
-
-def infer_missing_shapes(instructions: list) -> None:
-    """Fill in shapes the text left out, for the simple ops where it is plain; else unknown.
-
-    XLA infers every left-out shape; profan does it for tuples, get-tuple-element, compare and
-    ops whose result has their operand's shape and dot, which covers hand-written test HLO.
-    """
-    shapes = {i.name: i.shape for i in instructions}
-    for instruction in instructions:
-        if instruction.shape is not UNKNOWN_SHAPE:
-            continue
-        operand_shapes = [
-            operand.shape or shapes.get(operand.name, UNKNOWN_SHAPE)
-            for operand in instruction.operands
-        ]
-        opcode = instruction.opcode
-        shape = UNKNOWN_SHAPE
-        if opcode == "tuple":
-            shape = Shape("tuple", tuple_shapes=tuple(operand_shapes))
-        elif opcode == "get-tuple-element" and operand_shapes:
-            source = operand_shapes[0]
-            try:
-                shape = source.tuple_shapes[int(instruction.attributes.get("index", ""))]
-            except (ValueError, IndexError):
-                shape = UNKNOWN_SHAPE
-        elif opcode == "compare" and operand_shapes and operand_shapes[0].is_array:
-            source = operand_shapes[0]
-            shape = Shape("pred", source.dims, source.dynamic, source.layout)
-        elif opcode == "dot" and len(operand_shapes) >= 2:
-            shape = _dot_shape(instruction, operand_shapes[0], operand_shapes[1])
-        elif opcode in _SAME_SHAPE_OPS and operand_shapes:
-            index = 1 if opcode in ("select", "clamp") and len(operand_shapes) > 1 else 0
-            shape = operand_shapes[index]
-        instruction.shape = shape
-        shapes[instruction.name] = shape

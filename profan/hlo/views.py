@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
@@ -206,6 +207,117 @@ def int_attribute(instruction: Instruction, key: str, default: int | None = None
     text = instruction.attributes.get(key)
     found = _INT.match(text.strip()) if text else None
     return int(found.group(0)) if found else default
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDimension:
+    """One dimension of ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}``."""
+
+    size: int = 1
+    stride: int = 1
+    pad_low: int = 0
+    pad_high: int = 0
+    lhs_dilate: int = 1  # base dilation
+    rhs_dilate: int = 1  # window dilation
+    reversal: bool = False
+
+
+_WINDOW_FIELD = re.compile(r"(\w+)=([-\d_x]+)")
+
+
+def window(instruction: Instruction) -> list[WindowDimension]:
+    """The ``window=`` of a convolution or windowed reduction, one entry per dimension (an
+    absent field takes XLA's default); ``[]`` without a window."""
+    text = instruction.attributes.get("window")
+    if not text:
+        return []
+    fields = {key: value.split("x") for key, value in _WINDOW_FIELD.findall(text)}
+    rank = max((len(v) for v in fields.values()), default=0)
+
+    def field(key: str, index: int, default: int) -> int:
+        values = fields.get(key)
+        return int(values[index]) if values and index < len(values) else default
+
+    dims = []
+    for index in range(rank):
+        low, _, high = (fields["pad"][index] if "pad" in fields else "0_0").partition("_")
+        dims.append(
+            WindowDimension(
+                size=field("size", index, 1),
+                stride=field("stride", index, 1),
+                pad_low=int(low),
+                pad_high=int(high or 0),
+                lhs_dilate=field("lhs_dilate", index, 1),
+                rhs_dilate=field("rhs_dilate", index, 1),
+                reversal=field("rhs_reversal", index, 0) == 1,
+            )
+        )
+    return dims
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionDimensions:
+    """Which dimension of input, kernel and output plays which role (``dim_labels=``); the
+    spatial lists are in spatial-dimension order (the digits of the labels)."""
+
+    input_batch: int
+    input_feature: int
+    input_spatial: tuple[int, ...]
+    kernel_input_feature: int
+    kernel_output_feature: int
+    kernel_spatial: tuple[int, ...]
+    output_batch: int
+    output_feature: int
+    output_spatial: tuple[int, ...]
+
+
+_DIM_LABELS = re.compile(r"\s*([\w?]+)_([\w?]+)->([\w?]+)\s*")
+
+
+def convolution_dimensions(instruction: Instruction) -> ConvolutionDimensions | None:
+    """``dim_labels=b01f_01io->b01f`` decoded; ``None`` when absent or malformed."""
+    text = instruction.attributes.get("dim_labels")
+    found = _DIM_LABELS.fullmatch(text) if text else None
+    if found is None:
+        return None
+    lhs, rhs, out = found.groups()
+
+    def spatial(labels: str) -> tuple[int, ...]:
+        return tuple(
+            pos for _, pos in sorted((ch, pos) for pos, ch in enumerate(labels) if ch.isdigit())
+        )
+
+    try:
+        return ConvolutionDimensions(
+            lhs.index("b"), lhs.index("f"), spatial(lhs),
+            rhs.index("i"), rhs.index("o"), spatial(rhs),
+            out.index("b"), out.index("f"), spatial(out),
+        )  # fmt: skip
+    except ValueError:
+        return None
+
+
+def padding_config(instruction: Instruction) -> list[tuple[int, int, int]] | None:
+    """``padding=0_1x2_3_1`` of a pad: (low, high, interior) per dimension; ``None`` when absent
+    or malformed."""
+    text = instruction.attributes.get("padding")
+    if not text:
+        return None
+    dims = []
+    for item in text.strip().split("x"):
+        parts = item.split("_")
+        if len(parts) not in (2, 3):
+            return None
+        try:
+            low, high, interior = (
+                int(parts[0]),
+                int(parts[1]),
+                int(parts[2]) if len(parts) == 3 else 0,
+            )
+        except ValueError:
+            return None
+        dims.append((low, high, interior))
+    return dims
 
 
 def custom_call_target(instruction: Instruction) -> str | None:
