@@ -199,3 +199,26 @@ def test_mesh_form_groups_name_their_mesh(outcomes: list[Outcome]) -> None:
             assert sorted(d for g in groups for d in g) == sorted(mesh.device_ids)
             meshes += 1
     assert meshes >= 12 and bad <= 2
+
+
+def test_slice_ranges_give_the_printed_result_dims(outcomes: list[Outcome]) -> None:
+    # slice={[start:limit:stride], ...} decoded: ceil((limit - start) / stride) per dim is the
+    # result XLA printed, on every slice of every module XLA accepts.
+    from profan.hlo.graph import ModuleGraph
+    from profan.hlo.views import slice_ranges
+
+    slices = 0
+    for outcome in outcomes:
+        if outcome.module is None or not outcome.row["xla_parses"]:
+            continue
+        graph = ModuleGraph(outcome.module)
+        for instruction in outcome.module.instructions():
+            if instruction.opcode != "slice":
+                continue
+            operand = graph.operand_shape(instruction, 0)
+            ranges = slice_ranges(instruction)
+            assert operand is not None and len(ranges) == operand.rank, instruction.name
+            dims = tuple(-(-(limit - start) // stride) for start, limit, stride in ranges)
+            assert dims == instruction.shape.dims, (outcome.row["file"], instruction.name)
+            slices += 1
+    assert slices > 1000

@@ -13,6 +13,7 @@ from profan.errors import HloSyntaxError
 from profan.hlo import parse_file, parse_instruction, parse_module
 from profan.hlo.graph import scheduled_computations
 from profan.hlo.views import (
+    backend_config,
     custom_call_target,
     metadata,
     replica_groups,
@@ -126,3 +127,40 @@ def test_metadata_and_target_are_decoded_once() -> None:
     assert metadata(line) is first
     assert custom_call_target(line) == "__cublas$gemm"
     assert custom_call_target(parse_instruction("%n = f32[2]{0} negate(%x)")) is None
+
+
+@pytest.mark.parametrize("name", ["collectives", "transformer", "scan_layers"])
+def test_the_program_mesh_in_the_before_optimizations_dump_is_jax_mesh(name: str) -> None:
+    # JAX writes its mesh into the module header: frontend_attributes={xla.sdy.meshes={mesh =
+    # #sdy.mesh<["data"=4, "model"=2]>}}; meta.json records the mesh JAX was given.
+    from profan.hlo.devices import decode_sdy_mesh
+    from profan.hlo.views import frontend_attribute
+
+    meta = json.loads((FIXTURES / name / "meta.json").read_text())["mesh"]
+    dump = next((FIXTURES / name / "hlo").glob("*before_optimizations.txt"))
+    module = parse_file(str(dump))
+    meshes = frontend_attribute(module.attributes.get("frontend_attributes"), "xla.sdy.meshes")
+    assert meshes is not None
+    declared = frontend_attribute(meshes, "mesh")
+    mesh = decode_sdy_mesh(declared or "")
+    assert mesh is not None
+    assert list(mesh.axis_names) == meta["axis_names"]
+    assert list(mesh.axis_sizes) == meta["axis_sizes"]
+    assert [
+        list(mesh.device_ids[i : i + mesh.axis_sizes[-1]])
+        for i in range(0, len(mesh.device_ids), mesh.axis_sizes[-1])
+    ] == meta["device_ids"]
+    assert decode_sdy_mesh('#sdy.mesh<["a"=2], device_ids=[0,0]>') is None
+
+
+@pytest.mark.corpus
+def test_a_json_backend_config_with_a_trailing_comma_decodes(corpus_dir: Path) -> None:
+    # XLA's lexer only balances the braces of a bare backend config, so it accepts
+    # `{ "fusion_backend_config": {...}, }`; JSON does not.
+    name = "xla__service__gpu__model__matmul_ptable_stats_collection_test__1.hlo"
+    module = parse_module((corpus_dir / "hlo" / "xla" / name).read_text(), file=name)
+    configs = [backend_config(i) for i in module.instructions() if "backend_config" in i.attributes]
+    kinds = [
+        c["fusion_backend_config"]["kind"] for c in configs if c and "fusion_backend_config" in c
+    ]
+    assert "__triton_gemm" in kinds

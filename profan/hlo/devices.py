@@ -348,6 +348,42 @@ def _mesh_groups(reader: _Reader) -> list[list[int]]:
     return [flat[i : i + group_size] for i in range(0, len(flat), group_size)]
 
 
+def decode_sdy_mesh(text: str) -> MeshSpec | None:
+    """``#sdy.mesh<["data"=4, "model"=2]>`` (optionally ``, device_ids=[…]``), the form Shardy
+    writes into ``frontend_attributes``, as a :class:`MeshSpec`; ``None`` when the text is not
+    that form or is inconsistent (repeated names, sizes below 1, ids not a permutation)."""
+    reader = _Reader(text.strip(), "sdy mesh")
+    names: list[str] = []
+    sizes: list[int] = []
+    ids: list[int] | None = None
+    try:
+        reader.expect("#sdy.mesh")
+        reader.expect("<")
+        reader.expect("[")
+        if not reader.accept("]"):
+            while True:
+                names.append(reader.name())
+                reader.expect("=")
+                sizes.append(reader.integer())
+                if reader.accept("]"):
+                    break
+                reader.expect(",")
+        if reader.accept(","):
+            reader.expect("device_ids")
+            reader.expect("=")
+            ids = reader.int_list("[", "]")
+        reader.expect(">")
+    except HloSyntaxError:
+        return None
+    total = math.prod(sizes)
+    ids = list(range(total)) if ids is None else ids
+    if not reader.at_end() or len(set(names)) != len(names) or any(s <= 0 for s in sizes):
+        return None
+    if sorted(ids) != list(range(total)):
+        return None
+    return MeshSpec(tuple(names), tuple(sizes), tuple(ids))
+
+
 # ---------------------------------------------------------------------------------------------
 # Replica groups and source-target pairs.
 

@@ -115,13 +115,21 @@ def _config_text(raw: str | None) -> str | None:
     return unquote(text) if text.startswith('"') else text
 
 
+# A comma before a closing brace or bracket: XLA's lexer accepts it in a bare JSON backend
+# config (it only balances the braces), JSON does not.
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
 def _decode_json(text: str) -> dict | None:
     if not text.startswith("{"):
         return None
     try:
         decoded = json.loads(text)
     except ValueError:
-        return None
+        try:
+            decoded = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+        except ValueError:
+            return None
     return decoded if isinstance(decoded, dict) else None
 
 
@@ -295,6 +303,67 @@ def convolution_dimensions(instruction: Instruction) -> ConvolutionDimensions | 
         )  # fmt: skip
     except ValueError:
         return None
+
+
+_SLICE_RANGE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+
+
+def slice_ranges(instruction: Instruction) -> list[tuple[int, int, int]]:
+    """``slice={[0:4], [2:8:2]}`` -> ``[(0, 4, 1), (2, 8, 2)]``: start, limit, stride per
+    dimension (stride 1 when left out); ``[]`` without a slice."""
+    text = instruction.attributes.get("slice", "")
+    return [
+        (int(start), int(limit), int(stride) if stride else 1)
+        for start, limit, stride in _SLICE_RANGE.findall(text)
+    ]
+
+
+def frontend_attribute(text: str | None, key: str) -> str | None:
+    """The value of ``key`` in a ``frontend_attributes={...}`` value (an instruction's or the
+    module header's), unquoted; ``None`` when absent.  XLA prints each value as a quoted string
+    (``key="{...}"``); hand-written modules may write it bare, with balanced braces."""
+    if not text:
+        return None
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    position = 0
+    while position < len(body):
+        equals = body.find("=", position)
+        if equals < 0:
+            return None
+        name = body[position:equals].strip(" \t\r\n,")
+        end = _value_end(body, equals + 1)
+        value = body[equals + 1 : end].strip()
+        if name == key:
+            return unquote(value) if value.startswith('"') else value
+        position = end + 1
+    return None
+
+
+def _value_end(text: str, start: int) -> int:
+    """Index of the comma that ends the value starting at ``start`` (outside quotes and
+    braces), or the end of the text."""
+    depth = 0
+    quoted = False
+    position = start
+    while position < len(text):
+        char = text[position]
+        if quoted:
+            if char == "\\":
+                position += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+        elif char == "," and depth == 0:
+            return position
+        position += 1
+    return position
 
 
 def padding_config(instruction: Instruction) -> list[tuple[int, int, int]] | None:
