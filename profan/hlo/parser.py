@@ -157,6 +157,19 @@ def _expected_names(names: Any) -> tuple[str, ...]:
     return tuple(sorted(shown))
 
 
+def _end_of_input(text: str, file: str | None, expected: Any) -> HloSyntaxError:
+    """The text stopped where more was expected: placed just past its last character."""
+    lines = text.rstrip().split("\n")
+    return HloSyntaxError(
+        "unexpected end of input",
+        file=file,
+        line=len(lines),
+        column=len(lines[-1]) + 1,
+        text=lines[-1][:300],
+        expected=_expected_names(expected),
+    )
+
+
 def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
     """Any failure during a parse, as an ``HloSyntaxError``."""
     if isinstance(error, HloSyntaxError):
@@ -170,27 +183,11 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
             expected=found.expected,
         )
     if isinstance(error, UnexpectedEOF):
-        lines = text.rstrip().split("\n")
-        return HloSyntaxError(
-            "unexpected end of input",
-            file=file,
-            line=len(lines),
-            column=len(lines[-1]) + 1 if lines else 1,
-            text=lines[-1][:300] if lines else "",
-            expected=_expected_names(error.expected),
-        )
+        return _end_of_input(text, file, error.expected)
     if isinstance(error, UnexpectedToken):
         token = error.token
         if token.type in ("$END", "_TRAILER"):
-            lines = text.rstrip().split("\n")
-            return HloSyntaxError(
-                "unexpected end of input",
-                file=file,
-                line=len(lines),
-                column=len(lines[-1]) + 1,
-                text=lines[-1][:300],
-                expected=_expected_names(error.expected),
-            )
+            return _end_of_input(text, file, error.expected)
         shown = bare(token)
         shown = shown if len(shown) <= 40 else shown[:40] + "…"
         line, column = position(token)
