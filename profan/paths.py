@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+from lark import Lark
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -14,6 +17,15 @@ def grammar_path(name: str) -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(f"grammar {name} not found beside the profan package")
+
+
+def open_grammar(name: str, **options: Any) -> Lark:
+    """A Lark parser of grammar file ``name``: read with ``Lark.open_from_package`` from the
+    installed package (``profan/grammars``, where the wheel puts them), else from ``grammars/``
+    beside the package in a checkout."""
+    if (PACKAGE_DIR / "grammars" / name).is_file():
+        return Lark.open_from_package("profan", name, ("grammars",), **options)
+    return Lark.open(str(grammar_path(name)), **options)
 
 
 def data_path(name: str) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -520,3 +521,36 @@ def test_operands_printed_without_names_synthetic() -> None:
     assert shapes[0] is not None and shapes[0].is_tuple and len(shapes[0].tuple_shapes) == 2
     assert shapes[1] is not None and shapes[1].dims == (2,)
     assert parse_instruction(instruction.to_text()) == instruction
+
+
+def test_grammars_load_from_the_installed_package_and_from_a_checkout(tmp_path: Path) -> None:
+    # The wheel puts grammars/ inside the package (pyproject force-include): Lark reads them
+    # with open_from_package there; a checkout reads grammars/ beside the package.
+    import shutil
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    installed = tmp_path / "site"
+    shutil.copytree(
+        repo / "profan", installed / "profan", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(repo / "grammars", installed / "profan" / "grammars")
+    script = (
+        "import profan.paths as p; from profan.hlo import parse_module, parse_instruction;"
+        "from profan.hlo.views import backend_config;"
+        "module = parse_module('ENTRY e {\\n ROOT p = f32[2]{0:T(2)} parameter(0)\\n}');"
+        "call = parse_instruction('%c = f32[] custom-call(), backend_config={a = 1 : i64}');"
+        "print((p.PACKAGE_DIR / 'grammars').is_dir(), module.entry.root.shape.dims,"
+        " backend_config(call))"
+    )
+    for where, packaged in ((installed, True), (repo, False)):
+        found = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(where), "PROFAN_CACHE_DIR": str(tmp_path / "c")},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert found.stdout.split() == [str(packaged), "(2,)", "{'a':", "1}"]

@@ -15,7 +15,7 @@ from typing import Any
 from lark import Lark, Transformer
 from lark.exceptions import LarkError
 
-from profan.paths import grammar_path
+from profan.paths import open_grammar
 
 # MLIR string escapes: two hex digits (``\22`` is '"'), or a backslash, quote, n or t.
 _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|[\\\"nt])")
@@ -82,7 +82,7 @@ def _is_type(item: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_path("mlir_attributes.lark").read_text(), parser="lalr")
+    return open_grammar("mlir_attributes.lark", parser="lalr")
 
 
 def decode_attribute_dict(text: str) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from profan.errors import HloSyntaxError
 from profan.hlo.builder import ModelBuilder
 from profan.hlo.model import Instruction, Module
 from profan.hlo.tokens import LEAD, bare, position
-from profan.paths import grammar_path
+from profan.paths import grammar_path, open_grammar
 
 _GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
 
@@ -100,7 +100,6 @@ def _variant(cache_file: Path | None, suffix: str) -> str | bool:
 def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     from profan.paths import cache_dir
 
-    grammar = grammar_path("hlo.lark").read_text()
     builder = ModelBuilder()
     plugins = _speedups()
     flavour = "cython" if plugins else "python"
@@ -118,7 +117,7 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     )
     if plugins:
         options["_plugins"] = plugins
-    module_parser = Lark(grammar, start="module", **options)
+    module_parser = open_grammar("hlo.lark", start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
     shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
@@ -129,13 +128,13 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
     lead = LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
-    builder.inline_parser = Lark(
-        grammar,
+    builder.inline_parser = open_grammar(
+        "hlo.lark",
         start="inline_body",
         **{**options, "cache": _variant(cache_file, ".inline.lark")},
     )
-    line_parser = Lark(
-        grammar,
+    line_parser = open_grammar(
+        "hlo.lark",
         start="instruction_line",
         **{**options, "cache": _variant(cache_file, ".line.lark")},
     )

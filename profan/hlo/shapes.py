@@ -16,7 +16,7 @@ from lark.exceptions import LarkError
 
 from profan.errors import HloSyntaxError
 from profan.hlo.model import UNBOUNDED_DIM, Layout, Shape
-from profan.paths import grammar_path
+from profan.paths import open_grammar
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
 _FAST_SHAPE = re.compile(
@@ -137,8 +137,8 @@ class _ShapeBuilder(Transformer):
 def _shape_parser() -> Lark:
     global _SHAPE_PARSER
     if _SHAPE_PARSER is None:
-        _SHAPE_PARSER = Lark(
-            grammar_path("hlo_shape.lark").read_text(),
+        _SHAPE_PARSER = open_grammar(
+            "hlo_shape.lark",
             parser="lalr",
             transformer=_ShapeBuilder(),
             maybe_placeholders=True,
