@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from profan.errors import HloSyntaxError
 from profan.hlo import parse_instruction, parse_module
 
-pytestmark = pytest.mark.corpus
-
 # Modules with layouts, collectives, metadata, stack frames, while loops and custom-calls.
 SOURCES = [
     "xla__backends__cpu__benchmarks__hlo__jax.issue.33666.linx.frag_0100.module_0005.hlo",
