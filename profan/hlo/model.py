@@ -279,7 +279,9 @@ class Computation:
     instructions: list[Instruction] = field(default_factory=list)
     is_entry: bool = False
     execution_thread: str | None = None
+    # name index, and how many instructions it was built from (rebuilt when that changes)
     _by_name: dict[str, Instruction] | None = field(default=None, compare=False, repr=False)
+    _indexed: int = field(default=-1, compare=False, repr=False)
 
     def __reduce__(self) -> tuple:
         return (Computation, (self.name, self.instructions, self.is_entry, self.execution_thread))
@@ -304,8 +306,9 @@ class Computation:
         return found
 
     def get(self, name: str) -> Instruction | None:
-        if self._by_name is None or len(self._by_name) != len(self.instructions):
+        if self._by_name is None or self._indexed != len(self.instructions):
             self._by_name = {i.name: i for i in self.instructions}
+            self._indexed = len(self.instructions)
         return self._by_name.get(name.lstrip("%"))
 
     def __iter__(self) -> Iterator[Instruction]:
@@ -357,6 +360,7 @@ class Module:
     attributes: dict[str, str] = field(default_factory=dict)
     stack_frames: StackFrameTables = field(default_factory=StackFrameTables)
     _by_name: dict[str, Computation] | None = field(default=None, compare=False, repr=False)
+    _indexed: int = field(default=-1, compare=False, repr=False)
 
     @property
     def entry(self) -> Computation:
@@ -366,8 +370,9 @@ class Module:
         return self.computations[-1]
 
     def computation(self, name: str) -> Computation:
-        if self._by_name is None or len(self._by_name) != len(self.computations):
+        if self._by_name is None or self._indexed != len(self.computations):
             self._by_name = {c.name: c for c in self.computations}
+            self._indexed = len(self.computations)
         return self._by_name[name.lstrip("%")]
 
     def instructions(self) -> Iterator[Instruction]:
