@@ -122,8 +122,8 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
     shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
     builder.instr_head = re.compile(
-        rf"{LEAD.pattern}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*({shape})"
-        r"\s+(?!constant[ \t]*\()([a-z][a-z0-9_\-]*)[ \t]*\("
+        rf"{LEAD.pattern}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*+)\s*=\s*({shape})"
+        r"\s+(?!constant[ \t]*\()([a-z][a-z0-9_\-]*+)[ \t]*\("
     )
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
     lead = LEAD.pattern
