@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from profan import __version__
 from profan.errors import HloSyntaxError
 from profan.hlo.model import Module
+from profan.version import __version__
 
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
