@@ -564,3 +564,15 @@ def test_grammars_load_from_the_installed_package_and_from_a_checkout(tmp_path: 
             check=True,
         )
         assert found.stdout.split() == [str(packaged), "(2,)", "{'a':", "1}"]
+
+
+def test_every_fixture_dump_prints_back_to_the_same_model(fixtures_dir: Path) -> None:
+    # parse(to_text(m)) == m on every HLO text the fixtures hold (CPU and GPU dumps, before and
+    # after optimisations, compiled_as_text), %name#N elements and inline computations included.
+    dumps = [
+        p for p in sorted(fixtures_dir.glob("**/hlo/*.txt")) if "buffer-assignment" not in p.name
+    ]
+    assert len(dumps) > 40
+    for path in dumps:
+        module = parse_file(path)
+        assert parse_module(module_to_text(module)) == module, path.name
