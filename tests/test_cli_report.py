@@ -233,3 +233,16 @@ def test_check_against_a_per_machine_baseline_file(
     alone = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
                    "--update-baseline")  # fmt: skip
     assert alone.returncode == 2 and "--update-baseline needs --baseline" in alone.stderr
+
+
+def test_readme_example_is_what_profan_prints(env: dict[str, str]) -> None:
+    """Every line of README's example (abridged with …) is a line the first command prints."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```\nprofan report: fixtures/transformer/trace") + len("```\n")
+    example = readme[start : readme.index("```", start)].splitlines()
+    done = profan({**env, "COLUMNS": "160"}, "report", "fixtures/transformer")
+    assert done.returncode == 0, done.stderr
+    printed = set(done.stdout.splitlines())
+    shown = [line for line in example if line.strip() not in ("", "…")]
+    assert len(shown) > 20
+    assert [line for line in shown if line not in printed] == []
