@@ -66,7 +66,12 @@ def _is_parameter(name: str, body: Computation) -> bool:
 
 
 def _contribution(
-    user: Instruction, index: int, operand: Instruction, wanted: float, body: Computation
+    user: Instruction,
+    index: int,
+    operand: Instruction,
+    wanted: float,
+    body: Computation,
+    outputs: set[str],
 ) -> float:
     """Elements of ``operand`` (operand ``index`` of ``user``) that ``wanted`` demanded elements
     of ``user`` need."""
@@ -82,7 +87,7 @@ def _contribution(
     if opcode in _AT_MOST_DEMANDED and index == 0:
         return min(whole, wanted)
     if opcode == "dynamic-update-slice" and index == 0:
-        if user.name in _outputs(body) and _is_parameter(operand.name, body):
+        if user.name in outputs and _is_parameter(operand.name, body):
             return 0.0  # updated in place: the rest of the buffer stays where it is
         update = body.get(user.operands[1].name.lstrip("%")) if len(user.operands) > 1 else None
         kept = wanted - (float(_elements(update)) if update is not None else 0.0)
@@ -113,7 +118,7 @@ def demanded_elements(body: Computation, model: CostContext) -> dict[str, float]
             operand = body.get(name)
             if operand is None:
                 continue
-            part = _contribution(instruction, index, operand, wanted, body)
+            part = _contribution(instruction, index, operand, wanted, body, outputs)
             if instruction.opcode == "tuple" and instruction.is_root:
                 part = 0.0
             demand[name] = demand.get(name, 0.0) + part

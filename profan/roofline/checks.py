@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from profan.chips import Chip
-from profan.roofline.spans import key_column
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -45,27 +45,27 @@ def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
     return f"the model over-counts its {bound} term"
 
 
-def explain_faster_executions(profile: Profile, per_op: pd.DataFrame, chip: Chip) -> pd.DataFrame:
+def explain_faster_executions(
+    profile: Profile, per_op: pd.DataFrame, chip: Chip, rows: np.ndarray
+) -> pd.DataFrame:
     """``per_op`` with ``faster_executions`` (executions shorter than the op's ideal time) and a
-    ``note`` in words for every op that has them or beats its roofline in total."""
+    ``note`` in words for every op that has them or beats its roofline in total.  ``rows``: each
+    execution's row in ``per_op`` (``spans.event_rows``)."""
     occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1)
-    ideal = pd.DataFrame(
-        {
-            "_key": key_column(per_op["module_key"]),
-            "op_name": per_op["name"],
-            "_ideal": per_op["roofline_s"] / occurrences,
-        }
-    )
-    events = profile.ops[["module_key", "op_name", "duration_s"]].assign(
-        _key=key_column(profile.ops["module_key"])
-    )
-    events = events.merge(ideal, on=["_key", "op_name"], how="left")
-    faster = events[events["_ideal"] > events["duration_s"] * (1 + _TOLERANCE)]
-    counts = faster.groupby(["_key", "op_name"])["duration_s"].agg(["size", "min"])
-    keys = list(zip(ideal["_key"], ideal["op_name"], strict=True))
-    found = [counts.loc[k] if k in counts.index else None for k in keys]
+    ideal = (per_op["roofline_s"] / occurrences).to_numpy(dtype=float)
+    known = rows >= 0
+    duration = profile.ops["duration_s"].to_numpy(dtype=float)[known]
+    which = rows[known]
+    faster = ideal[which] > duration * (1 + _TOLERANCE)
+    counts = np.bincount(which[faster], minlength=len(per_op))
+    shortest = np.full(len(per_op), np.inf)
+    np.minimum.at(shortest, which[faster], duration[faster])
+    found = [
+        None if counts[i] == 0 else {"size": int(counts[i]), "min": float(shortest[i])}
+        for i in range(len(per_op))
+    ]
     per_op = per_op.copy()
-    per_op["faster_executions"] = pd.array([0 if f is None else int(f["size"]) for f in found])
+    per_op["faster_executions"] = pd.array(counts.astype(np.int64))
     notes: list[str | None] = []
     for row, hit in zip(per_op.itertuples(index=False), found, strict=True):
         efficiency = row.efficiency

@@ -8,12 +8,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
 from profan.roofline.ops import per_op_rows
+from profan.roofline.spans import event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
 from profan.roofline.timeline import time_breakdown
 
@@ -100,8 +102,10 @@ def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chi
     return get_chip(chip)
 
 
-def _summary(profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataFrame) -> Summary:
-    breakdown = time_breakdown(profile, per_op)
+def _summary(
+    profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataFrame, rows: np.ndarray
+) -> Summary:
+    breakdown = time_breakdown(profile, per_op, rows)
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
     # overall efficiency compares synchronous ops only.
     synchronous = per_op[per_op["async_role"].isna()]
@@ -156,9 +160,10 @@ def score(
     accounting = trace_accounting(profile, resolve_chip(chip, profile))
     chip = accounting.scoring_chip(resolve_chip(chip, profile))
     per_op = per_op_rows(profile, chip, shardings, accounting)
-    per_op = explain_faster_executions(profile, per_op, chip)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
-    steps = step_rows(profile, chip, per_op)
-    summary = _summary(profile, chip, per_op, steps)
+    rows = event_rows(profile, per_op)
+    per_op = explain_faster_executions(profile, per_op, chip, rows)
+    steps = step_rows(profile, chip, per_op, rows)
+    summary = _summary(profile, chip, per_op, steps, rows)
     summary.accounting, summary.accounting_note = accounting.name, accounting.note or None
     return Score(ops=per_op, steps=steps, chip=chip, summary=summary)

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction
@@ -36,10 +37,14 @@ def key_column(values: pd.Series) -> pd.Series:
 
 
 def device_keys(ops: pd.DataFrame) -> pd.Series:
-    """Which device each op ran on, unique across hosts (``host/device``)."""
-    device = ops["device"].astype(object).fillna(-1).astype(str) if "device" in ops else "0"
-    host = ops["host"].astype(object).fillna("").astype(str) if "host" in ops else ""
-    return pd.Series(host + "/" + device, index=ops.index) if len(ops) else pd.Series([], dtype=str)
+    """Which device each op ran on, unique across hosts: a categorical ``host/device``."""
+    columns = [c for c in ("host", "device") if c in ops]
+    if not len(ops) or not columns:
+        return pd.Series(pd.Categorical(["0"] * len(ops)), index=ops.index)
+    codes = ops.groupby(columns, sort=False, dropna=False).ngroup().to_numpy()
+    firsts = ops[columns].drop_duplicates()
+    labels = ["/".join(str(v) for v in row) for row in firsts.itertuples(index=False)]
+    return pd.Series(pd.Categorical.from_codes(codes, labels), index=ops.index)
 
 
 def async_spans(profile: Profile) -> dict[tuple[str, str], AsyncSpans]:
@@ -97,3 +102,21 @@ def spans_of_done(
     if found is None and instruction is not None and instruction.operands:
         found = spans_by_op.get((module_key, instruction.operands[0].name))
     return found
+
+
+def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
+    """For each row of ``profile.ops`` (an op execution), the position of its op's row in
+    ``per_op`` (``-1`` where it has none): one join shared by steps, checks and the timeline."""
+    ops = profile.ops
+    table = pd.DataFrame(
+        {
+            "_key": key_column(per_op["module_key"]),
+            "op_name": per_op["name"].astype(object),
+            "_row": np.arange(len(per_op)),
+        }
+    ).drop_duplicates(["_key", "op_name"])
+    events = pd.DataFrame(
+        {"_key": key_column(ops["module_key"]), "op_name": ops["op_name"].astype(object)}
+    )
+    joined = events.merge(table, on=["_key", "op_name"], how="left")
+    return joined["_row"].fillna(-1).to_numpy(dtype=np.int64)

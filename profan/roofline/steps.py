@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from profan.chips import Chip
-from profan.roofline.spans import device_keys, key_column
+from profan.roofline.spans import device_keys
 from profan.roofline.terms import BOUNDS
 
 if TYPE_CHECKING:
@@ -47,38 +47,40 @@ TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s")
 _TOLERANCE = 1e-9  # relative: float sums of equal times
 
 
-def _per_execution(per_op: pd.DataFrame) -> pd.DataFrame:
-    """Per op: one execution's roofline, its terms, FLOPs, bound and link."""
-    occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1)
+def _executions(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """Every op execution that belongs to a step, with its per-execution roofline figures
+    (``rows``: each execution's row in ``per_op``, see ``spans.event_rows``)."""
+    ops = profile.ops
+    occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1).to_numpy(dtype=float)
+    known = rows >= 0
+    safe = np.where(known, rows, 0)
+
+    def per_execution(values: pd.Series, fill: float = 0.0) -> np.ndarray:
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float) / occurrences
+        return np.where(known, numbers[safe], fill)
+
     frame = pd.DataFrame(
         {
-            "_key": key_column(per_op["module_key"]),
-            "op_name": per_op["name"],
-            "_roofline": per_op["roofline_s"] / occurrences,
-            "_flops": pd.to_numeric(per_op["flops"], errors="coerce") / occurrences,
-            "_bound": per_op["bound_by"],
-            "_async": per_op["async_role"].notna(),
-            "_link": per_op["link"],
-        }
+            "step": ops["step"],
+            "device": device_keys(ops),
+            "start_s": ops["start_s"],
+            "duration_s": ops["duration_s"],
+            "_roofline": per_execution(per_op["roofline_s"]),
+            "_flops": per_execution(per_op["flops"], np.nan),
+            "_bound": np.where(
+                known, per_op["bound_by"].astype(object).to_numpy()[safe], "unknown"
+            ),
+            "_async": np.where(known, per_op["async_role"].notna().to_numpy()[safe], False),
+            "_link": np.where(known, per_op["link"].astype(object).to_numpy()[safe], None),
+        },
+        index=ops.index,
     )
     for term in TERMS:
-        frame[f"_{term}"] = per_op[term] / occurrences
-    return frame
-
-
-def _executions(profile: Profile, per_op: pd.DataFrame) -> pd.DataFrame:
-    """Every op execution that belongs to a step, with its per-execution roofline figures."""
-    ops = profile.ops
-    columns = ["module_key", "op_name", "step", "start_s", "duration_s"]
-    columns += [c for c in ("trace_model_flops",) if c in ops]
-    frame = ops[columns].assign(_key=key_column(ops["module_key"]), device=device_keys(ops))
+        frame[f"_{term}"] = per_execution(per_op[term])
+    if "trace_model_flops" in ops:
+        frame["trace_model_flops"] = ops["trace_model_flops"]
     frame = frame[frame["step"].notna()]
-    frame = frame.merge(_per_execution(per_op), on=["_key", "op_name"], how="left")
-    frame["_roofline"] = frame["_roofline"].fillna(0.0)
-    for term in TERMS:
-        frame[f"_{term}"] = frame[f"_{term}"].fillna(0.0)
-    frame["_bound"] = frame["_bound"].fillna("unknown")
-    frame["_async"] = frame["_async"].fillna(False).astype(bool)
+    frame["_async"] = frame["_async"].astype(bool)
     frame["_end"] = frame["start_s"] + frame["duration_s"]
     # An op measured faster than its roofline (the model over-counts it; Score.ops says why)
     # counts at its measured time: the step's ideal must stay a lower bound.
@@ -106,31 +108,64 @@ def _busy(frame: pd.DataFrame) -> float:
     return covered
 
 
-def _device_ideal(group: pd.DataFrame) -> tuple[float, float, list[str]]:
-    """(ideal, span, notes) of one device's executions in one step."""
-    span = float(group["_end"].max() - group["start_s"].min())
-    sync = group[~group["_async"]]
-    pools = group[group["_async"]].groupby("_link")["_roofline"].sum()
-    pool = float(pools.max()) if len(pools) else 0.0
-    notes: list[str] = []
-    ideal = max(float(sync["_ideal"].sum()), pool)
-    if ideal > span * (1 + _TOLERANCE) and _busy(group) < float(group["duration_s"].sum()):
-        # ops overlap on this device (streams, threads): what each resource must carry
-        resources = max(float(sync[f"_{term}"].sum()) for term in TERMS)
-        ideal = max(resources, pool)
-        notes.append(
-            "its ops overlap in time, so the ideal is what the busiest resource must carry "
-            "(compute, HBM, interconnect or host link, summed over the ops)"
-        )
-    return ideal, span, notes
+def _device_ideals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (step, device): span, ideal and a note where its ops overlap in time."""
+    steps = frame["step"].to_numpy(dtype=np.int64)
+    codes = frame["device"].cat.codes.to_numpy().astype(np.int64)
+    width = int(codes.max()) + 1 if len(codes) else 1
+    groups, which = np.unique(steps * width + codes, return_inverse=True)
+    size = len(groups)
+    start = np.full(size, np.inf)
+    end = np.full(size, -np.inf)
+    np.minimum.at(start, which, frame["start_s"].to_numpy(dtype=float))
+    np.maximum.at(end, which, frame["_end"].to_numpy(dtype=float))
+    busy_sum = np.bincount(which, frame["duration_s"].to_numpy(dtype=float), minlength=size)
+    sync = ~frame["_async"].to_numpy(dtype=bool)
+
+    def summed(column: str) -> np.ndarray:
+        values = frame[column].to_numpy(dtype=float)
+        return np.bincount(which[sync], values[sync], minlength=size)
+
+    serial = summed("_ideal")
+    resources = np.max([summed(f"_{term}") for term in TERMS], axis=0)
+    pool = np.zeros(size)
+    if (~sync).any():
+        transfers = pd.DataFrame(
+            {"group": which[~sync], "link": frame["_link"].to_numpy()[~sync],
+             "ideal": frame["_roofline"].to_numpy(dtype=float)[~sync]}
+        )  # fmt: skip
+        per_link = transfers.groupby(["group", "link"])["ideal"].sum().groupby(level=0).max()
+        pool[per_link.index.to_numpy()] = per_link.to_numpy()
+    table = pd.DataFrame(
+        {
+            "step": groups // width,
+            "device": frame["device"].cat.categories[groups % width],
+            "span": end - start,
+            "ideal": np.maximum(serial, pool),
+            "note": None,
+        }
+    )
+    for index in np.flatnonzero(
+        table["ideal"].to_numpy() > table["span"].to_numpy() * (1 + _TOLERANCE)
+    ):
+        # rare: the serial sum exceeds the device's span; do its ops overlap?
+        if _busy(frame[which == index]) < busy_sum[index]:
+            # ops overlap on this device (streams, threads): what each resource must carry
+            table.at[index, "ideal"] = max(resources[index], pool[index])
+            device = table.at[index, "device"]
+            table.at[index, "note"] = (
+                f"device {device}: its ops overlap in time, so the ideal is what the busiest "
+                "resource must carry (compute, HBM, interconnect or host link, summed over the ops)"
+            )
+    return table
 
 
-def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFrame:
+def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound."""
     ops = profile.ops
     if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    frame = _executions(profile, per_op)
+    frame = _executions(profile, per_op, rows)
     if "trace_model_flops" in frame:
         model = frame.groupby("step")["trace_model_flops"].sum(min_count=1)
         model_flops = model.fillna(frame.groupby("step")["_flops"].sum())
@@ -139,19 +174,24 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFram
     op_time = frame.groupby("step")["duration_s"].sum()
     by_bound = frame.groupby(["step", "_bound"])["duration_s"].sum().unstack(fill_value=0.0)
     peak = chip.device_peak_flops(MFU_PEAK_DTYPE)
-    grouped = {step: group for step, group in frame.groupby("step")}
+    devices_table = _device_ideals(frame)
+    per_step = devices_table.groupby("step").agg(
+        ideal=("ideal", "max"), span=("span", "max"), devices=("span", "size")
+    )
+    ideal_of, span_of = per_step["ideal"].to_dict(), per_step["span"].to_dict()
+    devices_of = per_step["devices"].to_dict()
+    device_notes = devices_table.dropna(subset=["note"]).groupby("step")["note"].agg(list)
+    faster_by_step = frame.groupby("step")["_faster"].sum().to_dict()
+    op_time = op_time.to_dict()
+    model_flops = model_flops.to_dict()
+    bound_time = {bound: by_bound[bound].to_dict() for bound in BOUNDS if bound in by_bound}
     rows = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step
-        if step not in grouped:
+        if step not in ideal_of:
             continue
-        group = grouped[step]
-        notes: list[str] = []
-        ideal = span = 0.0
-        for device, on_device in group.groupby("device"):
-            device_ideal, device_span, device_notes = _device_ideal(on_device)
-            ideal, span = max(ideal, device_ideal), max(span, device_span)
-            notes += [f"device {device}: {note}" for note in device_notes]
+        notes: list[str] = list(device_notes.get(step, []))
+        ideal, span = float(ideal_of[step]), float(span_of[step])
         window = float(step_row.duration_s)
         measured = max(window, span)
         if span > window * (1 + _TOLERANCE):
@@ -159,7 +199,7 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFram
                 f"the step's ops run {span - window:.3g} s past its window ({window:.3g} s; "
                 "ops of other programs follow the step's program): measured over their span"
             )
-        faster = int(group["_faster"].sum())
+        faster = int(faster_by_step.get(step, 0))
         if faster:
             notes.append(
                 f"{faster} op execution(s) ran faster than their roofline (see their notes) "
@@ -172,11 +212,11 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame) -> pd.DataFram
             ideal = measured
         total = float(op_time.get(step, 0.0)) or 1.0
         shares = {
-            f"share_{b}": float(by_bound.at[step, b]) / total if b in by_bound else 0.0
+            f"share_{b}": float(bound_time[b][step]) / total if b in bound_time else 0.0
             for b in BOUNDS
         }
         shares["share_unknown"] = max(0.0, 1.0 - sum(shares.values()))
-        devices = max(int(group["device"].nunique()), 1)
+        devices = max(int(devices_of[step]), 1)
         step_model = float(model_flops.get(step, 0.0))
         rows.append(
             {

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from profan.roofline.spans import device_keys, key_column
+from profan.roofline.spans import device_keys
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -36,6 +36,12 @@ class TimeBreakdown:
 def _shares(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, float]:
     """Each interval's share of the covered time (an instant split evenly between the intervals
     covering it), and the idle time between the first start and the last end."""
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    if len(order) < 2 or (starts[order][1:] >= reach[:-1]).all():
+        # no two intervals overlap (the usual case): each keeps its own duration
+        span = float(reach[-1] - starts[order][0]) if len(order) else 0.0
+        return ends - starts, span - float((ends - starts).sum())
     edges = np.unique(np.concatenate([starts, ends]))
     lengths = np.diff(edges)
     # intervals covering each elementary segment [edges[k], edges[k + 1])
@@ -50,42 +56,38 @@ def _shares(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, float]:
     return cumulative[last] - cumulative[first], idle
 
 
-def time_breakdown(profile: Profile, per_op: pd.DataFrame) -> TimeBreakdown:
+def time_breakdown(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> TimeBreakdown:
     """The busy span of each device split by category and bound (``Score.ops`` gives each op's
-    category and bound), averaged over the devices that ran ops."""
+    category and bound; ``rows``: each execution's row in it), averaged over the devices that
+    ran ops."""
     ops = profile.ops
     if ops.empty:
         return TimeBreakdown()
-    lookup = pd.DataFrame(
-        {
-            "_key": key_column(per_op["module_key"]),
-            "op_name": per_op["name"],
-            "_category": per_op["category"].astype(object),
-            "_bound": per_op["bound_by"].astype(object),
-        }
-    ).drop_duplicates(["_key", "op_name"])
-    frame = ops[["module_key", "op_name", "start_s", "duration_s"]].assign(
-        _key=key_column(ops["module_key"]), device=device_keys(ops)
-    )
-    frame = frame.merge(lookup, on=["_key", "op_name"], how="left")
-    frame["_category"] = frame["_category"].fillna("unmatched")
-    frame["_bound"] = frame["_bound"].fillna("unknown")
+    starts = ops["start_s"].to_numpy(dtype=float)
+    ends = starts + ops["duration_s"].to_numpy(dtype=float)
+    devices = device_keys(ops).cat.codes.to_numpy()
+    # each op row's share of its device's time (per_op row -1: executions without an op row)
+    per_row = np.zeros(len(per_op) + 1)
     result = TimeBreakdown()
-    for _, on_device in frame.groupby("device", sort=False):
-        starts = on_device["start_s"].to_numpy(dtype=float)
-        ends = starts + on_device["duration_s"].to_numpy(dtype=float)
-        shares, idle = _shares(starts, ends)
-        result.busy_span_s += float(ends.max() - starts.min())
+    order = np.argsort(devices, kind="stable")
+    bounds = np.flatnonzero(np.diff(devices[order])) + 1
+    for members in np.split(order, bounds):
+        shares, idle = _shares(starts[members], ends[members])
+        per_row += np.bincount(rows[members] + 1, weights=shares, minlength=len(per_row))
+        result.busy_span_s += float(ends[members].max() - starts[members].min())
         result.idle_s += idle
-        for column, totals in (("_category", result.by_category_s), ("_bound", result.by_bound_s)):
-            for name, value in (
-                pd.Series(shares).groupby(on_device[column].to_numpy()).sum().items()
-            ):
-                totals[str(name)] = totals.get(str(name), 0.0) + float(value)
         result.devices += 1
-    devices = result.devices
-    result.busy_span_s /= devices
-    result.idle_s /= devices
-    result.by_category_s = {k: v / devices for k, v in sorted(result.by_category_s.items())}
-    result.by_bound_s = {k: v / devices for k, v in sorted(result.by_bound_s.items())}
+    for column, fallback, totals in (
+        ("category", "unmatched", result.by_category_s),
+        ("bound_by", "unknown", result.by_bound_s),
+    ):
+        names = [fallback, *(str(v) for v in per_op[column].astype(object))]
+        for name, value in zip(names, per_row, strict=True):
+            if value:
+                totals[name] = totals.get(name, 0.0) + float(value)
+    count = result.devices
+    result.busy_span_s /= count
+    result.idle_s /= count
+    result.by_category_s = {k: v / count for k, v in sorted(result.by_category_s.items())}
+    result.by_bound_s = {k: v / count for k, v in sorted(result.by_bound_s.items())}
     return result
