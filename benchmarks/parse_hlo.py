@@ -6,8 +6,9 @@ Prints MB/s for profan (cache off; lark-cython when installed) and, when jaxlib 
 for XLA's own C++ parser on the same text in the same run, and the ratio (target: profan within
 8x of XLA).  ``--baseline DIR`` also times the parser of another checkout (e.g. an export of
 ``main``: ``git archive main | tar -x -C DIR``) on the same files, interleaved with this one, and
-prints this/baseline.  Also times a repeated ``parse_file`` of an unchanged file (served from
-the cache).
+prints this/baseline; both are then timed the same way, each in a fresh interpreter (a process
+that has loaded jaxlib and parsed other modules collects garbage more slowly).  Also times a
+repeated ``parse_file`` of an unchanged file (served from the cache).
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ print(json.dumps(best))
 """
 
 
-def baseline_seconds(checkout: str, path: Path, repeat: int) -> float:
-    """Best-of-``repeat`` parse time of ``path`` by the profan in ``checkout``."""
+def seconds_in_child(checkout: str, path: Path, repeat: int) -> float:
+    """Best-of-``repeat`` parse time of ``path`` by the profan in ``checkout``, in a fresh
+    interpreter."""
     found = subprocess.run(
         [sys.executable, "-c", _BASELINE_TIMER, checkout, str(path), str(repeat)],
         check=True,
@@ -101,8 +103,11 @@ def main() -> int:
     for path in files:
         text = path.read_text()
         megabytes = len(text.encode()) / 1e6
-        base_s = baseline_seconds(args.baseline, path, args.repeat) if args.baseline else 0.0
-        profan_s = best_of(args.repeat, lambda t=text: parse_module(t))
+        if args.baseline:
+            base_s = seconds_in_child(args.baseline, path, args.repeat)
+            profan_s = seconds_in_child(str(REPO), path, args.repeat)
+        else:
+            profan_s = best_of(args.repeat, lambda t=text: parse_module(t))
         row = f"{path.name[:70]:70s} {megabytes:6.2f} {text.count(chr(10)):6d} "
         row += f"{megabytes / profan_s:11.2f} "
         if xla is not None:
