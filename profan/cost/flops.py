@@ -8,9 +8,11 @@ counts only kernel positions that land on real (not padded, not dilation-hole) i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from profan.hlo.model import Shape
+from profan.hlo.views import ConvolutionDimensions, WindowDimension
 
 FMA_FLOPS = 2
 
@@ -153,8 +155,8 @@ def convolution_flops(
     rhs: Shape,
     output: Shape,
     *,
-    window: list[WindowDim],
-    dims: ConvDims,
+    window: Sequence[WindowDim | WindowDimension],
+    dims: ConvDims | ConvolutionDimensions,
     feature_group_count: int = 1,
     batch_group_count: int = 1,
 ) -> int:
@@ -166,7 +168,7 @@ def convolution_flops(
     batch = lhs.dims[dims.input_batch]
     positions = 1
     if not window:
-        window = [WindowDim()]
+        window = [WindowDimension()]
         limits = [(1, 1, 1)]
     else:
         limits = [

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from profan.cost.context import CostContext, elements, first_array
-from profan.cost.flops import convolution_flops, dot_flops, parse_dim_labels, parse_window
+from profan.cost.flops import convolution_flops, dot_flops
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
-from profan.hlo.views import int_list_attribute
+from profan.hlo.views import convolution_dimensions, int_list_attribute, window
 
 
 def mark_matrix_math(instruction: Instruction, cost: OpCost) -> None:
@@ -43,22 +43,21 @@ def dot(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
 def convolution(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
     lhs = model.operand_shape(instruction, 0)
     rhs = model.operand_shape(instruction, 1)
-    labels = instruction.attributes.get("dim_labels")
-    if lhs is None or rhs is None or not labels:
+    dims = convolution_dimensions(instruction)
+    if lhs is None or rhs is None or dims is None:
         cost.flops = None
         cost.derivation.append("convolution: operand shapes or dim_labels unknown")
         return cost
     lhs_array = first_array(lhs)
     cost.dtype = lhs_array.dtype if lhs_array is not None else cost.dtype
     mark_matrix_math(instruction, cost)
-    window = parse_window(instruction.attributes.get("window"))
     cost.flops = float(
         convolution_flops(
             lhs,
             rhs,
             instruction.shape,
-            window=window,
-            dims=parse_dim_labels(labels),
+            window=window(instruction),
+            dims=dims,
             feature_group_count=int(instruction.attributes.get("feature_group_count", "1")),
             batch_group_count=int(instruction.attributes.get("batch_group_count", "1")),
         )

@@ -5,18 +5,16 @@ from __future__ import annotations
 import math
 
 from profan.cost.context import CostContext, elements
-from profan.cost.flops import parse_window
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
-from profan.hlo.views import called_computations
+from profan.hlo.views import called_computations, window
 
 
 def select_and_scatter(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
     select = instruction.attributes.get("select", "").lstrip("%") or None
     scatter = instruction.attributes.get("scatter", "").lstrip("%") or None
     source = elements(model.operand_shape(instruction, 1))
-    window = parse_window(instruction.attributes.get("window"))
-    taps = math.prod(d.size for d in window) if window else 1
+    taps = math.prod(d.size for d in window(instruction))
     s_flops, s_trans, _ = model.scalar_computation_flops(select)
     c_flops, c_trans, _ = model.scalar_computation_flops(scatter)
     cost.flops = s_flops * source * (taps - 1) + c_flops * source
@@ -27,14 +25,14 @@ def select_and_scatter(instruction: Instruction, model: CostContext, cost: OpCos
 
 def _reduce_window_applications(instruction: Instruction, first_out_elements: int) -> int:
     out_shape = instruction.shape
-    window = parse_window(instruction.attributes.get("window"))
-    taps = math.prod(d.size for d in window) if window else 1
+    dims = window(instruction)
+    taps = math.prod(d.size for d in dims) if dims else 1
     count = (taps - 1) * first_out_elements
-    reduced = [d for d in window if d.size != 1]
-    padded = [d for d in window if d.pad_low or d.pad_high]
+    reduced = [d for d in dims if d.size != 1]
+    padded = [d for d in dims if d.pad_low or d.pad_high]
     if len(reduced) == 1 and len(padded) == 1 and out_shape.is_array:
         # XLA's special case: a reduce followed by a broadcast along one dim (cumsum-like)
-        for index, dim in enumerate(window):
+        for index, dim in enumerate(dims):
             if (
                 dim.size != 1
                 and dim.pad_low
