@@ -264,3 +264,28 @@ def test_megacore_accounting_is_said_in_the_header(fixtures_dir: Path) -> None:
     plain = _report(fixtures_dir / "mlp")
     assert "accounting_note" not in plain.summary.scorer
     assert "per-chip:" not in terminal.render(plain, width=200)
+
+
+def test_a_known_program_mesh_names_the_axes(fixtures_dir: Path) -> None:
+    """The mlp fixture was run on a 4 (data) × 2 (model) mesh (meta.json); its optimised HLO
+    carries only XLA's names. Given that mesh (as profan.capture knows it), the report names the
+    axes `data`/`model`, and each collective runs over the axis of its group's size."""
+    from profan.hlo.devices import MeshSpec
+    from profan.sharding import ProgramMesh
+
+    meta = json.loads((fixtures_dir / "mlp/meta.json").read_text())
+    mesh = meta["mesh"]
+    spec = MeshSpec(
+        tuple(mesh["axis_names"]),
+        tuple(mesh["axis_sizes"]),
+        tuple(d for row in mesh["device_ids"] for d in row),
+    )
+    known = {meta["module_name"]: ProgramMesh(spec, "the fixture's meta.json")}
+    report = build_report(analyse(fixtures_dir / "mlp", program_meshes=known))
+    (axes,) = report.summary.mesh.values()
+    assert axes == dict(zip(mesh["axis_names"], mesh["axis_sizes"], strict=True))
+    collectives = [op.collective for op in report.ops if op.collective]
+    assert collectives
+    for collective in collectives:
+        (axis,) = collective["axes"]
+        assert axes[axis] == collective["group_size"]

@@ -206,7 +206,8 @@ def _label(entries: list[tuple[OpEntry, str]]) -> None:
 
 def _scorer_figures(score: Score) -> dict[str, Scalar]:
     """The scorer's scalar summary figures (copied into the JSON as ``score_<name>``)."""
-    return {str(k): v for k, v in score.summary.items() if isinstance(v, int | float | str | bool)}
+    figures = score.summary.to_dict()
+    return {k: v for k, v in figures.items() if isinstance(v, int | float | str | bool)}
 
 
 def _rule_contexts(profile: Profile, entries: list[tuple[OpEntry, str]]) -> list[rules.OpContext]:

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from profan import chips, roofline, sharding
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
+from profan.report.keys import base_name
 from profan.report.model import Report
-from profan.sharding import ShardingReport
+from profan.sharding import ProgramMesh, ShardingReport
 from profan.trace import load
 from profan.trace.profile import Profile
 from profan.trace.storage import is_remote
@@ -44,12 +46,17 @@ def _get_chip(name: str | None) -> chips.Chip | None:
         raise ConfigError(f"unknown chip {name!r} (see `profan chips`)") from None
 
 
-def describe_shardings(profile: Profile) -> dict[str, ShardingReport]:
-    """``profan.sharding.describe`` of every module of the profile, by module key."""
+def describe_shardings(
+    profile: Profile, program_meshes: Mapping[str, ProgramMesh] | None = None
+) -> dict[str, ShardingReport]:
+    """``profan.sharding.describe`` of every module of the profile, by module key.
+    ``program_meshes`` (by module base name, ``jit_layer``): the mesh each program was written
+    for, when the caller knows it (``profan.capture`` does), so axes carry the program's names."""
+    meshes = program_meshes or {}
     out: dict[str, ShardingReport] = {}
     for key, module in profile.modules.items():
         try:
-            out[key] = sharding.describe(module)
+            out[key] = sharding.describe(module, meshes.get(base_name(key)))
         except ProfanError:
             continue  # sharding we cannot read is shown as missing, not fatal to the report
     return out
@@ -74,6 +81,7 @@ def analyse(
     hlo: str | None = None,
     run: str | None = None,
     progress: Progress | None = None,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
 ) -> Analysis:
     progress = progress or Progress(False)
     if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
@@ -83,7 +91,7 @@ def analyse(
     profile = load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    shardings = describe_shardings(profile)
+    shardings = describe_shardings(profile, program_meshes)
     progress("scoring")
     score = roofline.score(profile, _get_chip(chip), shardings=shardings)
     return Analysis(profile, score, shardings)
@@ -97,12 +105,15 @@ def report_for(
     run: str | None = None,
     config: RuleConfig | None = None,
     progress: Progress | None = None,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
 ) -> Report:
     """The report of a trace, or of a JSON report file (read back as it was written)."""
     progress = progress or Progress(False)
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
-    analysis = analyse(path, chip=chip, hlo=hlo, run=run, progress=progress)
+    analysis = analyse(
+        path, chip=chip, hlo=hlo, run=run, progress=progress, program_meshes=program_meshes
+    )
     progress("building the report")
     return build_report(analysis, config)
 
