@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from profan.errors import ProfanError
-from profan.hlo.devices import decode_replica_groups
+from profan.hlo.devices import decode_replica_groups, decode_sdy_mesh
 from profan.hlo.parser import parse_module
 from profan.hlo.printer import module_to_text
 from profan.hlo.text import quote
-from profan.sharding import decode_sdy_mesh, describe, program_mesh
-from profan.sharding.program import SDY_MESHES_KEY, ProgramMesh, frontend_attribute
+from profan.hlo.views import frontend_attribute
+from profan.sharding import describe, program_mesh
+from profan.sharding.program import SDY_MESHES_KEY, ProgramMesh
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

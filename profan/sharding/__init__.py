@@ -12,7 +12,7 @@ strategies (``strategy.py``).
 from profan.sharding.describe import describe
 from profan.sharding.mesh import CollectiveAxes, Mesh, MeshAxis, infer_mesh
 from profan.sharding.model import MatmulSharding, ShardingReport, StrategyLabel
-from profan.sharding.program import ProgramMesh, decode_sdy_mesh, program_mesh
+from profan.sharding.program import ProgramMesh, program_mesh
 from profan.sharding.splits import Chunk, DimSplit, ValueSplit
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "ShardingReport",
     "StrategyLabel",
     "ValueSplit",
-    "decode_sdy_mesh",
     "describe",
     "infer_mesh",
     "program_mesh",

@@ -18,28 +18,25 @@ tile assignment); those are not the program's names and are ignored here.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import MeshSpec, decode_sharding, replica_groups_mesh
+from profan.hlo.devices import MeshSpec, decode_sdy_mesh, decode_sharding, replica_groups_mesh
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Module
-from profan.hlo.text import unquote
+from profan.hlo.views import frontend_attribute
 
 SDY_MESHES_KEY = "xla.sdy.meshes"
+# Shardy's per-instruction shardings, which may write their mesh inline.
+SDY_SHARDING_KEYS = ("xla.sdy.sharding", "xla.sdy.in_shardings", "xla.sdy.out_shardings")
 
 # Names XLA invents when it prints device lists in the mesh form without the program's names.
 _GENERATED_NAME = re.compile(r"^axis_\d+$")
-_SDY_MESH = re.compile(
-    r"^#sdy\.mesh<\s*\[(?P<axes>[^\]]*)\]\s*(?:,\s*device_ids\s*=\s*\[(?P<ids>[^\]]*)\]\s*)?>$"
-)
 # A mesh written inline in a Shardy sharding (``<mesh<["a"=2]>, [{"a"}]>``), not ``@name``.
 _INLINE_SDY_MESH = re.compile(
     r"(?<![\w.@])(mesh<\s*\[[^\]]*\]\s*(?:,\s*device_ids\s*=\s*\[[^\]]*\]\s*)?>)"
 )
-_SDY_AXIS = re.compile(r'\s*"((?:[^"\\]|\\.)+)"\s*=\s*(\d+)\s*(?:,|$)')
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,93 +58,6 @@ class ProgramMesh:
             if size > 1:
                 found.append((name, size, stride))
         return found
-
-
-def decode_sdy_mesh(text: str) -> MeshSpec | None:
-    """``#sdy.mesh<["a"=2, "b"=4], device_ids=[…]>`` as a :class:`MeshSpec`; ``None`` when the
-    text is not that form or is inconsistent (ids that are not a permutation of the mesh)."""
-    match = _SDY_MESH.match(text.strip())
-    if match is None:
-        return None
-    names: list[str] = []
-    sizes: list[int] = []
-    axes_text = match.group("axes").strip()
-    position = 0
-    while position < len(axes_text):
-        axis = _SDY_AXIS.match(axes_text, position)
-        if axis is None:
-            return None
-        names.append(unquote(f'"{axis.group(1)}"'))
-        sizes.append(int(axis.group(2)))
-        position = axis.end()
-    total = math.prod(sizes)
-    if match.group("ids") is None:
-        ids = list(range(total))
-    else:
-        try:
-            ids = [int(item) for item in match.group("ids").split(",") if item.strip()]
-        except ValueError:
-            return None
-    if len(set(names)) != len(names) or any(size <= 0 for size in sizes):
-        return None
-    if sorted(ids) != list(range(total)):
-        return None
-    return MeshSpec(tuple(names), tuple(sizes), tuple(ids))
-
-
-def frontend_attributes(text: str | None) -> dict[str, str]:
-    """A ``frontend_attributes={…}`` value as ``{key: value}``, values unquoted.
-
-    XLA prints each value as a quoted string (``key="{…}"``) or, in hand-written modules, as bare
-    text that may hold balanced braces (``key={mesh = …}``).
-    """
-    if not text:
-        return {}
-    body = text.strip()
-    if body.startswith("{") and body.endswith("}"):
-        body = body[1:-1]
-    found: dict[str, str] = {}
-    position = 0
-    while position < len(body):
-        equals = body.find("=", position)
-        if equals < 0:
-            break
-        name = body[position:equals].strip().lstrip(",").strip()
-        value_end = _value_end(body, equals + 1)
-        value = body[equals + 1 : value_end].strip()
-        found.setdefault(name, unquote(value) if value.startswith('"') else value)
-        position = value_end + 1
-    return found
-
-
-def frontend_attribute(text: str | None, key: str) -> str | None:
-    """The value of ``key`` in a ``frontend_attributes={…}`` value; ``None`` when absent."""
-    return frontend_attributes(text).get(key)
-
-
-def _value_end(text: str, start: int) -> int:
-    """Index just past a value starting at ``start``: a quoted string, or text up to the next
-    comma outside braces and quotes."""
-    depth = 0
-    position = start
-    quoted = False
-    while position < len(text):
-        char = text[position]
-        if quoted:
-            if char == "\\":
-                position += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "{[<(":
-            depth += 1
-        elif char in "}]>)":
-            depth -= 1
-        elif char == "," and depth <= 0:
-            return position
-        position += 1
-    return position
 
 
 def _is_named(spec: MeshSpec) -> bool:
@@ -178,8 +88,8 @@ def _inline_sdy_meshes(module: Module) -> list[ProgramMesh]:
         text = instruction.attributes.get("frontend_attributes")
         if not text or "mesh<" not in text:
             continue
-        for key, value in frontend_attributes(text).items():
-            for inline in _INLINE_SDY_MESH.findall(value):
+        for key in SDY_SHARDING_KEYS:
+            for inline in _INLINE_SDY_MESH.findall(frontend_attribute(text, key) or ""):
                 spec = decode_sdy_mesh(f"#sdy.{inline}")
                 if spec is not None and spec not in seen and _is_named(spec):
                     seen.add(spec)

@@ -11,7 +11,6 @@ is recorded as a :class:`~profan.sharding.model.MatmulSharding`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -21,7 +20,12 @@ from profan.hlo.devices import Sharding, decode_sharding
 from profan.hlo.graph import ModuleGraph
 from profan.hlo.model import Computation, Instruction, Module, Shape
 from profan.hlo.opcodes import async_role, collective_kind
-from profan.hlo.views import called_computations, int_attribute, int_list_attribute
+from profan.hlo.views import (
+    called_computations,
+    int_attribute,
+    int_list_attribute,
+    slice_ranges,
+)
 from profan.sharding.matmul import convolution, dot
 from profan.sharding.mesh import Mesh
 from profan.sharding.model import MatmulSharding
@@ -40,16 +44,6 @@ from profan.sharding.splits import (
 
 # Computations nested deeper than this (fusions in fusions in loops…) are not followed.
 MAX_DEPTH = 16
-
-_SLICE_RANGE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
-
-
-def _slice_ranges(instruction: Instruction) -> list[tuple[int, int, int]]:
-    """``slice={[0:4], [2:8:2]}`` → ``[(0, 4, 1), (2, 8, 2)]`` (start, end, stride per dim)."""
-    return [
-        (int(start), int(end), int(stride) if stride else 1)
-        for start, end, stride in _SLICE_RANGE.findall(instruction.attributes.get("slice", ""))
-    ]
 
 
 def _in_range(dims: list[int], rank: int) -> bool:
@@ -369,7 +363,7 @@ def _kept_dims(propagator: Propagator, site: Site) -> ValueSplit:
     )
     chunk = None
     if instruction.opcode == "slice" and source is not None:
-        chunk = slice_chunk(first, source.dims, shape.dims, _slice_ranges(instruction))
+        chunk = slice_chunk(first, source.dims, shape.dims, slice_ranges(instruction))
     return ValueSplit(dims=dims, hidden=first.hidden, chunk=chunk)
 
 
