@@ -67,14 +67,12 @@ def chip_dict(chip: Chip) -> dict[str, Any]:
             out[name] = value
         elif isinstance(value, dict):
             out[name] = {str(k): v for k, v in value.items()}
-    sources = {chip.device_peak_flops_source("bf16"), *chip.figure_sources.values()}
-    devices_per_chip = max(chip.devices_per_chip, 1)
     out.update(
         {
             "peak_flops_per_s": chip.device_peak_flops("bf16") or None,
-            "hbm_capacity_bytes": chip.hbm_bytes / devices_per_chip or None,
+            "hbm_capacity_bytes": chip.device_hbm_capacity_bytes or None,
             "mxu_size": chip.mxu_size or None,
-            "source": "trace" if "trace" in sources else "catalogue",
+            "source": chip.figures_source,
             "hbm_bytes_per_s_device": chip.device_hbm_bytes_per_s or None,
         }
     )
