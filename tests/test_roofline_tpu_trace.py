@@ -60,3 +60,15 @@ def test_score_uses_the_traces_own_peaks_and_stays_a_lower_bound(v6e_profile) ->
     dones = result.ops[result.ops["opcode"] == "copy-done"]
     assert len(dones) == 6 and dones["async_span_s"].notna().all()
     assert 0 < result.summary.efficiency <= 1.0
+
+
+def test_scored_figures_equal_the_traces_own_stats(v6e_profile) -> None:
+    # The TPU compiler's per-op flops and bytes_accessed in the trace are the cross-check of what
+    # Score.ops reports (after demand analysis, sources and reconciliation): all 17 ops agree.
+    ops = score(v6e_profile).ops
+    assert len(ops) == 17
+    for row in ops.itertuples():
+        assert row.flops == pytest.approx(row.trace_flops, rel=0.01, abs=0.5), row.name
+        assert row.hbm_bytes == pytest.approx(row.trace_bytes, rel=0.01), row.name
+        assert (row.flops_source, row.bytes_source) == ("hlo", "hlo"), row.name
+        assert "more than 2x apart" not in row.derivation
