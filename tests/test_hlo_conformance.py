@@ -223,3 +223,55 @@ def test_slice_ranges_give_the_printed_result_dims(outcomes: list[Outcome]) -> N
             assert dims == instruction.shape.dims, (outcome.row["file"], instruction.name)
             slices += 1
     assert slices > 1000
+
+
+def _dims_of(shape: object) -> object:
+    if getattr(shape, "is_tuple", False):
+        return tuple(_dims_of(s) for s in shape.tuple_shapes)  # type: ignore[attr-defined]
+    return shape.dims  # type: ignore[attr-defined]
+
+
+def test_shape_inference_agrees_with_the_shapes_xla_printed(outcomes: list[Outcome]) -> None:
+    # Every instruction XLA could have left shapeless but printed with a shape: what profan
+    # would infer from its operands and attributes (window, dim_labels, padding, dot dims,
+    # gather dims, …) equals the printed shape.  Broadcast is left out: XLA's parser infers it
+    # by prepending `dimensions` (see profan.hlo.inference), which printed broadcasts do not.
+    from profan.hlo.graph import ModuleGraph
+    from profan.hlo.inference import SHAPE_INFERABLE_OPCODES, infer_shape
+    from profan.hlo.shapes import is_unknown
+
+    equal = dtype_only = 0
+    differ = []
+    for outcome in outcomes:
+        if outcome.module is None or not outcome.row["xla_parses"]:
+            continue
+        graph = ModuleGraph(outcome.module)
+
+        def root_of(name: str, graph: ModuleGraph = graph) -> object:
+            found = graph.computation(name)
+            return found.root.shape if found is not None else None
+
+        for instruction in outcome.module.instructions():
+            if instruction.opcode not in SHAPE_INFERABLE_OPCODES or instruction.implicit:
+                continue
+            if instruction.opcode == "broadcast":
+                continue
+            operands = graph.operand_shapes(instruction)
+            if any(shape is None or is_unknown(shape) for shape in operands):
+                continue
+            inferred = infer_shape(instruction, operands, root_of)  # type: ignore[arg-type]
+            if inferred == instruction.shape or (
+                _dims_of(inferred) == _dims_of(instruction.shape)
+                and inferred.dtype == instruction.shape.dtype
+            ):
+                equal += 1
+            elif _dims_of(inferred) == _dims_of(instruction.shape):
+                dtype_only += 1  # the text chose the result type (a dot's preferred type, …)
+            else:
+                differ.append((outcome.row["file"], instruction.name))
+    print(f"inference vs printed: {equal} equal, {dtype_only} other type, {len(differ)} differ")
+    assert equal > 78_000
+    assert dtype_only < 200
+    # hand-written modules whose printed shapes contradict their operands (verifier tests, a
+    # 3-d convolution whose padded window leaves no output, async wrappers of mismatched calls)
+    assert len(differ) <= 13, differ

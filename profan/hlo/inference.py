@@ -97,6 +97,18 @@ def _dot(instruction: Instruction, lhs: Shape, rhs: Shape, rhs_excluded: list[in
     return _array(_wider(lhs, rhs), dims)
 
 
+def _ragged_dot(instruction: Instruction, lhs: Shape, rhs: Shape, group_sizes: Shape) -> Shape:
+    """A dot with the rhs group dim left out (ragged non-contracting or batch dims); a ragged
+    contracting dim gives one result per group, so the group count leads the result."""
+    out = _dot(instruction, lhs, rhs, int_list_attribute(instruction, "rhs_group_dims"))
+    ragged = set(int_list_attribute(instruction, "lhs_ragged_dims"))
+    if ragged & set(int_list_attribute(instruction, "lhs_contracting_dims")):
+        if out.dtype == "unknown" or not group_sizes.dims:
+            return UNKNOWN_SHAPE
+        return _array(out.dtype, (group_sizes.dims[-1], *out.dims))
+    return out
+
+
 def _windowed(size: int, dim: object) -> int:
     """Output positions of one windowed dimension (XLA's InferWindowOutputShape)."""
     padded = (size - 1) * dim.lhs_dilate + 1 if size > 0 else 0  # type: ignore[attr-defined]
@@ -330,16 +342,11 @@ def _infer_structured(instruction: Instruction, operands: list[Shape]) -> Shape:
         )
     if opcode == "dot" and len(operands) >= 2:
         return _dot(instruction, operands[0], operands[1], [])
-    if opcode == "scaled-dot" and len(operands) >= 3:
-        return _dot(instruction, operands[0], operands[2], [])
-    if opcode == "ragged-dot" and len(operands) >= 2:
-        if set(int_list_attribute(instruction, "lhs_ragged_dims")) & set(
-            int_list_attribute(instruction, "lhs_contracting_dims")
-        ):
-            return UNKNOWN_SHAPE  # ragged contracting dims add a group dim: not modelled
-        return _dot(
-            instruction, operands[0], operands[1], int_list_attribute(instruction, "rhs_group_dims")
-        )
+    if opcode == "scaled-dot" and len(operands) >= 2:
+        # operands (lhs, rhs, lhs_scale, rhs_scale), as every scaled-dot XLA prints them
+        return _dot(instruction, operands[0], operands[1], [])
+    if opcode == "ragged-dot" and len(operands) >= 3:
+        return _ragged_dot(instruction, operands[0], operands[1], operands[2])
     if opcode == "convolution" and len(operands) == 2:
         return _convolution(instruction, operands[0], operands[1])
     if opcode == "reduce" and len(operands) % 2 == 0:

@@ -236,7 +236,12 @@ _WINDOW_FIELD = re.compile(r"(\w+)=([-\d_x]+)")
 def window(instruction: Instruction) -> list[WindowDimension]:
     """The ``window=`` of a convolution or windowed reduction, one entry per dimension (an
     absent field takes XLA's default); ``[]`` without a window."""
-    text = instruction.attributes.get("window")
+    return decode_window(instruction.attributes.get("window"))
+
+
+def decode_window(text: str | None) -> list[WindowDimension]:
+    """``{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` (a window attribute's
+    text) -> one entry per dimension; ``[]`` for no text."""
     if not text:
         return []
     fields = {key: value.split("x") for key, value in _WINDOW_FIELD.findall(text)}
@@ -284,7 +289,12 @@ _DIM_LABELS = re.compile(r"\s*([\w?]+)_([\w?]+)->([\w?]+)\s*")
 
 def convolution_dimensions(instruction: Instruction) -> ConvolutionDimensions | None:
     """``dim_labels=b01f_01io->b01f`` decoded; ``None`` when absent or malformed."""
-    text = instruction.attributes.get("dim_labels")
+    return decode_dim_labels(instruction.attributes.get("dim_labels"))
+
+
+def decode_dim_labels(text: str | None) -> ConvolutionDimensions | None:
+    """``b01f_01io->b01f`` (a dim_labels attribute's text) decoded; ``None`` for no text or a
+    malformed one."""
     found = _DIM_LABELS.fullmatch(text) if text else None
     if found is None:
         return None
