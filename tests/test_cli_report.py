@@ -4,6 +4,7 @@ annotate on real fixture traces and the corpus."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -246,3 +247,32 @@ def test_readme_example_is_what_profan_prints(env: dict[str, str]) -> None:
     shown = [line for line in example if line.strip() not in ("", "…")]
     assert len(shown) > 20
     assert [line for line in shown if line not in printed] == []
+
+
+def test_mesh_axes_carry_the_programs_own_names(
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every fixture whose dump holds the module before optimisations (where JAX writes the
+    mesh): the report names the mesh axes as the fixture's meta.json records them (data/model,
+    fsdp), and every collective's axes are among them with the sizes of its groups."""
+    from profan.cli import main
+
+    checked = 0
+    for meta_path in sorted(fixtures_dir.glob("*/meta.json")):
+        fixture = meta_path.parent
+        meta = json.loads(meta_path.read_text())
+        if not meta.get("mesh") or not list((fixture / "hlo").glob("*before_optimizations.txt")):
+            continue
+        expected = dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["axis_sizes"], strict=True))
+        assert main(["report", str(fixture), "--format", "json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        (mesh,) = data["summary"]["mesh"].values()
+        assert mesh == {k: v for k, v in expected.items() if v > 1} or mesh == expected, fixture
+        for op in data["ops"]:
+            axes = (op["collective"] or {}).get("axes")
+            if axes:
+                assert set(axes) <= set(expected), (fixture.name, op["name"], axes)
+                if op["collective"]["kind"] != "collective-permute":  # group_size: its pairs
+                    assert math.prod(expected[a] for a in axes) == op["collective"]["group_size"]
+        checked += 1
+    assert checked >= 5

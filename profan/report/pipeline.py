@@ -20,6 +20,7 @@ from profan.report.keys import base_name
 from profan.report.model import Report
 from profan.sharding import ProgramMesh, ShardingReport
 from profan.trace import load
+from profan.trace.hlofiles import modules_before_optimizations
 from profan.trace.profile import Profile
 from profan.trace.storage import is_remote
 
@@ -62,6 +63,23 @@ def describe_shardings(
     return out
 
 
+def dumped_program_meshes(hlo: Path) -> dict[str, ProgramMesh]:
+    """The mesh each program names in an XLA dump's modules before optimisations (JAX writes the
+    mesh, axis names included, there; the optimised modules keep only XLA's names), by module
+    base name.  A name two dumped programs share with different meshes is left out."""
+    found: dict[str, ProgramMesh | None] = {}
+    for module in modules_before_optimizations(hlo):
+        mesh = sharding.program_mesh(module)
+        if mesh is None:
+            continue
+        name = base_name(module.name)
+        if name in found and found[name] is not None and found[name].spec != mesh.spec:
+            found[name] = None  # ambiguous: two programs of this name on different meshes
+        elif name not in found:
+            found[name] = mesh
+    return {name: mesh for name, mesh in found.items() if mesh is not None}
+
+
 def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
     """A run directory laid out as ``trace/`` (the profiler's output) beside ``hlo/`` (XLA's text
     dumps), as ``profan``'s fixtures and many CI jobs keep them: read the trace from ``trace/``
@@ -91,7 +109,8 @@ def analyse(
     profile = load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    shardings = describe_shardings(profile, program_meshes)
+    meshes = {**(dumped_program_meshes(Path(hlo)) if hlo else {}), **(program_meshes or {})}
+    shardings = describe_shardings(profile, meshes)
     progress("scoring")
     score = roofline.score(profile, _get_chip(chip), shardings=shardings)
     return Analysis(profile, score, shardings)

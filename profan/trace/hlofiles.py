@@ -1,7 +1,10 @@
 """HLO modules from ``--hlo``: an XLA dump directory or one HLO text file.
 
 In a dump directory (``--xla_dump_to``) profan reads the modules after optimisations
-(``*after_optimizations.txt``), never the buffer-assignment or memory-usage files.
+(``*after_optimizations.txt``), never the buffer-assignment or memory-usage files.  The modules
+before optimisations (``*before_optimizations.txt``) are not modules that ran; they are read
+apart (``modules_before_optimizations``) for what only they carry: the mesh JAX wrote, with the
+program's own axis names.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from profan.errors import TraceError
 from profan.hlo.model import Module
 
 DUMP_PATTERN = "*after_optimizations.txt"
+BEFORE_PATTERN = "*before_optimizations.txt"
 
 
 def modules_from_path(path: Path) -> list[Module]:
@@ -34,3 +38,13 @@ def modules_from_path(path: Path) -> list[Module]:
             str(path), f"--hlo: no HLO files ({DUMP_PATTERN} or *.hlo) in this directory"
         )
     return [parse_file(file) for file in files]
+
+
+def modules_before_optimizations(path: Path) -> list[Module]:
+    """The modules of a dump directory as JAX handed them to XLA (empty for a single file or a
+    directory without them)."""
+    from profan.hlo import parse_file
+
+    if not path.is_dir():
+        return []
+    return [parse_file(file) for file in sorted(path.rglob(BEFORE_PATTERN)) if file.is_file()]
