@@ -41,7 +41,7 @@ def _failed(results: list[baseline.CheckResult]) -> list[baseline.CheckResult]:
 def test_entry_is_per_step_and_per_execution(mlp: Report) -> None:
     entry = baseline.entry_from_report(mlp)
     assert entry.machine == "CPU/cpu" and entry.device_count == 8 and entry.steps == 3
-    assert entry.mesh == {"jit_train_step": {"axis0": 4, "axis1": 2}}
+    assert entry.mesh == {"jit_train_step": {"data": 4, "model": 2}}
     for op in mlp.ops:
         facts = entry.ops[op.key]
         assert facts.per_step * entry.steps == op.occurrences
