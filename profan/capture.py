@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ from profan.errors import ProfanError
 if TYPE_CHECKING:  # this module stays light: ``import profan`` re-exports it
     from profan.report.config import RuleConfig
     from profan.report.model import Report
+    from profan.sharding import ProgramMesh
 
 # The event JAX records (jax.monitoring) each time XLA compiles a program.
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -105,6 +106,8 @@ class Capture:
     ``keep_trace``: False deletes the trace after the analysis; True keeps the private temporary
     directory; a path writes the trace there (its earlier runs are left alone). ``chip`` and
     ``rules`` are passed to the analysis as ``profan report --chip`` and ``[rules]`` would be.
+    ``program_meshes`` (from :func:`program_meshes`) names the mesh axes as the program does;
+    without it the report names them ``axis0``, ``axis1``, ...
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class Capture:
         chip: str | None = None,
         rules: RuleConfig | None = None,
         name: str = "steps",
+        program_meshes: Mapping[str, ProgramMesh] | None = None,
     ) -> None:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise CaptureError(f"steps must be a positive integer, got {steps!r}")
@@ -132,6 +136,7 @@ class Capture:
             self._keep_path, self._keep_temp = None, bool(keep_trace)
         self.chip = chip
         self.rules = rules
+        self.program_meshes = dict(program_meshes or {})
         self.info = CaptureInfo(name, steps, warmup)
         self.report: Report | None = None
         self._jax: ModuleType | None = None
@@ -247,7 +252,13 @@ class Capture:
         runs = _runs(self._dir)
         if len(runs) != 1:
             raise CaptureError(f"the JAX profiler wrote {len(runs)} runs under {self._dir}")
-        report = report_for(self._dir, chip=self.chip, run=runs[0], config=self.rules)
+        report = report_for(
+            self._dir,
+            chip=self.chip,
+            run=runs[0],
+            config=self.rules,
+            program_meshes=self.program_meshes,
+        )
         self.info.last_step_cut_short = _cut_short(report.to_dict()["steps"])
         if self.info.last_step_cut_short:
             warnings.warn(
@@ -313,17 +324,26 @@ def capture(
     """Profile ``fn(*args, **kwargs)`` for ``steps`` steps after ``warmup`` untraced ones.
 
     ``fn`` is compiled before the trace starts even with ``warmup=0`` (when it is a jitted
-    function); each step waits for its outputs. ``steps``, ``warmup``, ``keep_trace``, ``chip``
-    and ``rules`` belong to capture; every other keyword goes to ``fn`` (wrap ``fn`` in
-    ``functools.partial`` to pass one of those names to it).
+    function, whose mesh then names the report's axes); each step waits for its outputs.
+    ``steps``, ``warmup``, ``keep_trace``, ``chip`` and ``rules`` belong to capture; every other
+    keyword goes to ``fn`` (wrap ``fn`` in ``functools.partial`` to pass one of those names).
     """
     _jax()
     name = _name_of(fn)
-    if warmup == 0 and hasattr(fn, "lower"):
-        # compile outside the trace; jax reuses the executable for the call
-        fn.lower(*args, **kwargs).compile()
+    meshes: dict[str, ProgramMesh] = {}
+    if hasattr(fn, "lower"):
+        lowered = fn.lower(*args, **kwargs)
+        if warmup == 0:  # compile outside the trace; jax reuses the executable for the call
+            lowered.compile()
+        meshes = _meshes_of(lowered, name)
     session = Capture(
-        steps=steps, warmup=warmup, keep_trace=keep_trace, chip=chip, rules=rules, name=name
+        steps=steps,
+        warmup=warmup,
+        keep_trace=keep_trace,
+        chip=chip,
+        rules=rules,
+        name=name,
+        program_meshes=meshes,
     )
     with session:
         for _ in range(warmup + steps):
@@ -331,3 +351,34 @@ def capture(
                 session.block(fn(*args, **kwargs))
     assert session.report is not None
     return session.report
+
+
+def program_meshes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, ProgramMesh]:
+    """The mesh a jitted ``fn`` names for these arguments, by program name (``jit_step``), for
+    ``Capture(program_meshes=...)``: read by profan.sharding from the program JAX lowers, before
+    XLA's optimisations replace the names with its own. Empty when ``fn`` is not jitted or the
+    program names no mesh."""
+    _jax()
+    if not hasattr(fn, "lower"):
+        return {}
+    return _meshes_of(fn.lower(*args, **kwargs), _name_of(fn))
+
+
+def _meshes_of(lowered: Any, name: str) -> dict[str, ProgramMesh]:
+    text = lowered.as_text(dialect="hlo")
+    if "xla.sdy" not in text and "mesh[" not in text:
+        return {}  # names no mesh: not worth parsing
+    from profan.hlo import parse_module
+    from profan.report.keys import base_name
+    from profan.sharding import program_mesh
+
+    try:
+        module = parse_module(text)
+        mesh = program_mesh(module)
+    except ProfanError as error:
+        warnings.warn(
+            CaptureWarning(f"profan.capture({name}): cannot read the program's mesh: {error}"),
+            stacklevel=3,
+        )
+        return {}
+    return {} if mesh is None else {base_name(module.name): mesh}

@@ -231,12 +231,52 @@ def test_bad_arguments() -> None:
         pass
 
 
+def test_program_meshes_name_the_axes_of_a_loop(jnp: Any) -> None:
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from profan.capture import program_meshes
+
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 2, 2), ("pipe", "fsdp", "tensor"))
+    x = jax.device_put(jnp.ones((64, 64)), NamedSharding(mesh, P(("pipe", "fsdp"), "tensor")))
+
+    @jax.jit
+    def total(v: Any) -> Any:
+        return v.sum()
+
+    meshes = program_meshes(total, x)
+    assert list(meshes) == ["jit_total"]
+    (found,) = meshes.values()
+    assert found.spec.axis_names == ("pipe", "fsdp", "tensor")
+    assert found.spec.axis_sizes == (2, 2, 2)
+    assert program_meshes(lambda v: v.sum(), x) == {}  # not jitted: nothing to lower
+    assert program_meshes(total, jnp.ones(4)) == {}  # one device: the program names no mesh
+
+    with Capture(steps=2, warmup=1, program_meshes=meshes) as run:
+        for _ in range(3):
+            with run.step():
+                total(x)
+    assert run.report is not None
+    assert list(run.report.summary.mesh.values()) == [{"pipe": 2, "fsdp": 2, "tensor": 2}]
+    axes = sorted(tuple(op.collective["axes"]) for op in run.report.ops if op.collective)
+    assert axes == [("pipe", "fsdp"), ("tensor",)]  # the sum over each sharded dim
+
+    with Capture(steps=2, warmup=1) as unnamed:  # without: XLA's groups, generated names
+        for _ in range(3):
+            with unnamed.step():
+                total(x)
+    assert unnamed.report is not None
+    assert list(unnamed.report.summary.mesh.values()) == [{"axis0": 4, "axis1": 2}]
+
+
 def test_capture_sharded_program_on_8_devices(jnp: Any) -> None:
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ("data", "model"))
+    # devices in a transposed order: the program's logical ids are not the device ids
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 4).T, ("data", "model"))
 
     def mlp(x: Any, w1: Any, w2: Any) -> Any:
         hidden = jax.nn.relu(x @ w1)
@@ -250,10 +290,12 @@ def test_capture_sharded_program_on_8_devices(jnp: Any) -> None:
     report = capture(f, *args, steps=3)
 
     assert report.device["count"] == DEVICES
-    assert sorted(report.summary.mesh.popitem()[1].values()) == [2, 4]
+    # the program's own axis names (read from the program JAX lowered), not axis0/axis1
+    assert list(report.summary.mesh.values()) == [{"data": 4, "model": 2}]
     (reduce,) = [op for op in report.ops if op.category == "collective"]
     assert reduce.opcode == "all-reduce"
-    assert reduce.collective["group_size"] == 2  # the model axis
+    assert reduce.collective["group_size"] == 2
+    assert reduce.collective["axes"] == ["model"]  # h @ w2 contracts the model-split dim
     assert reduce.source == f"{__file__}:{_line_of(mlp, 'hidden @ w2')}"
     # FLOPs per device and step equal XLA's cost analysis of the partitioned program
     xla = f.lower(*args).compile().cost_analysis()

@@ -261,3 +261,24 @@ def test_bad_baseline_files(mlp: Report, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="malformed baseline"):
         future.write_text(json.dumps({"format": "profan-baseline", "version": 1}))
         baseline.read_baselines(future)
+
+
+def test_synthetic_mesh_names_compare_when_both_sides_know_them(mlp: Report) -> None:
+    entry = baseline.entry_from_report(mlp)
+    generated = entry.mesh  # the fixture's trace carries XLA's names only
+    assert generated == {"jit_train_step": {"axis0": 4, "axis1": 2}}
+    named = dataclasses.replace(entry, mesh={"jit_train_step": {"data": 4, "model": 2}})
+    other = dataclasses.replace(entry, mesh={"jit_train_step": {"batch": 4, "model": 2}})
+    wider = dataclasses.replace(entry, mesh={"jit_train_step": {"axis0": 2, "axis1": 4}})
+
+    def mesh_row(new: baseline.Entry, old: baseline.Entry) -> baseline.CheckResult:
+        results = baseline.compare_entries(new, old, baseline.TimePolicy())
+        return next(r for r in results if r.name == "baseline.mesh")
+
+    assert mesh_row(named, named).passed
+    assert mesh_row(entry, named).passed  # sizes agree; this side has no program names
+    assert "without the program's names" in mesh_row(entry, named).message
+    assert mesh_row(named, entry).passed
+    renamed = mesh_row(other, named)  # both name their axes, differently
+    assert not renamed.passed and "'batch': 4" in renamed.message
+    assert not mesh_row(wider, entry).passed  # other sizes never pass
