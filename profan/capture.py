@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from profan.errors import ProfanError
+from profan.errors import ProfanError, TraceError
 
 if TYPE_CHECKING:  # this module stays light: ``import profan`` re-exports it
     from profan.report.config import RuleConfig
@@ -252,13 +252,20 @@ class Capture:
         runs = _runs(self._dir)
         if len(runs) != 1:
             raise CaptureError(f"the JAX profiler wrote {len(runs)} runs under {self._dir}")
-        report = report_for(
-            self._dir,
-            chip=self.chip,
-            run=runs[0],
-            config=self.rules,
-            program_meshes=self.program_meshes,
-        )
+        try:
+            report = report_for(
+                self._dir,
+                chip=self.chip,
+                run=runs[0],
+                config=self.rules,
+                program_meshes=self.program_meshes,
+            )
+        except TraceError as error:
+            raise CaptureError(
+                f"profan.capture({self.info.function}): {error.reason}; did the traced steps "
+                "run JAX programs, and wait for them (keep the steps' outputs or pass them to "
+                "step(wait=...))?"
+            ) from None
         self.info.last_step_cut_short = _cut_short(report.to_dict()["steps"])
         if self.info.last_step_cut_short:
             warnings.warn(

@@ -134,8 +134,17 @@ def test_context_manager_with_a_short_loop(jnp: Any) -> None:
     with Capture(steps=3, warmup=1) as run:  # the loop ends after 2 traced steps
         for _ in range(3):
             with run.step():
-                f(jnp.ones(4))
+                kept = f(jnp.ones(4))
     assert run.report is not None and run.report.summary.step_count == 2
+    assert kept.shape == (4,)
+
+
+def test_steps_without_device_work_are_a_clear_error(jnp: Any) -> None:
+    with pytest.raises(CaptureError, match=r"no op executions in the trace.*wait for them"):  # noqa: SIM117
+        with Capture(steps=2, warmup=0) as idle:
+            for _ in range(2):
+                with idle.step():
+                    pass  # nothing dispatched to a device
 
 
 def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
@@ -256,7 +265,7 @@ def test_program_meshes_name_the_axes_of_a_loop(jnp: Any) -> None:
     with Capture(steps=2, warmup=1, program_meshes=meshes) as run:
         for _ in range(3):
             with run.step():
-                total(x)
+                result = total(x)  # kept: the step waits for the live arrays
     assert run.report is not None
     assert list(run.report.summary.mesh.values()) == [{"pipe": 2, "fsdp": 2, "tensor": 2}]
     axes = sorted(tuple(op.collective["axes"]) for op in run.report.ops if op.collective)
@@ -265,9 +274,10 @@ def test_program_meshes_name_the_axes_of_a_loop(jnp: Any) -> None:
     with Capture(steps=2, warmup=1) as unnamed:  # without: XLA's groups, generated names
         for _ in range(3):
             with unnamed.step():
-                total(x)
+                result = total(x)
     assert unnamed.report is not None
     assert list(unnamed.report.summary.mesh.values()) == [{"axis0": 4, "axis1": 2}]
+    assert float(result) == 64 * 64
 
 
 def test_capture_sharded_program_on_8_devices(jnp: Any) -> None:
