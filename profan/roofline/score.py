@@ -4,7 +4,6 @@ chip's roofline, and a typed summary of the whole."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class Summary(Mapping[str, Any]):
+class Summary:
     """The whole profile against the roofline.
 
     ``measured_s``/``roofline_s``/``efficiency`` compare synchronous ops only (an async op's
@@ -67,18 +66,6 @@ class Summary(Mapping[str, Any]):
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    # Transitional: report/build.py's _scorer_figures still reads the summary as a mapping.
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.__dataclass_fields__:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.__dataclass_fields__)
-
-    def __len__(self) -> int:
-        return len(self.__dataclass_fields__)
 
 
 @dataclass(slots=True)
