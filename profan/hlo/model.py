@@ -1,9 +1,10 @@
 """The typed in-memory model of an HLO module: plain dataclasses, no parsing logic.
 
 Attribute values are kept as the raw text XLA printed (``Instruction.attributes``) so a parse
-stays cheap and a module prints back exactly; typed views of the attributes that analyses need
-(metadata, replica groups, shardings, backend config, called computations, …) are decoded on
-first use.
+stays cheap and a module prints back exactly.  The model imports none of the modules that read
+it: ``profan.hlo.views`` decodes attributes (metadata, backend config, called computations,
+replica groups, …) on demand, ``profan.hlo.graph`` resolves names and ``profan.hlo.printer``
+prints text.
 """
 
 from __future__ import annotations
@@ -220,55 +221,20 @@ class Instruction:
     def operand_names(self) -> list[str]:
         return [operand.name for operand in self.operands]
 
-    # -- decoded views of the raw attributes (see profan.hlo.views) --------------------------
-    @property
-    def metadata(self) -> Metadata:
-        """``metadata={...}`` decoded (all fields ``None`` when absent); memoised."""
-        from profan.hlo.views import metadata
-
-        return metadata(self)
-
-    @property
-    def called_computations(self) -> list[str]:
-        """Computations this instruction calls: calls=, to_apply=, body=, condition=, branches…"""
-        from profan.hlo.views import called_computations
-
-        return called_computations(self)
+    # Decoded views of the attributes (metadata, backend config, called computations, …) are
+    # functions of profan.hlo.views; printing is profan.hlo.printer.  The two fields below are
+    # where views memoise the costlier decodes.
 
     @property
     def backend_config(self) -> str | None:
-        """The backend config's raw text as printed (quoted string or bare ``{...}``)."""
+        """The backend config's raw text as printed (quoted string or bare ``{...}``); decoded
+        by ``profan.hlo.views.backend_config``."""
         return self.attributes.get("backend_config")
-
-    @property
-    def backend_config_json(self) -> dict | None:
-        """The backend config decoded (JSON or MLIR attributes), ``None`` when absent."""
-        from profan.hlo.views import backend_config
-
-        return backend_config(self)
 
     @property
     def fusion_kind(self) -> str | None:
         """``kLoop``, ``kInput``, ``kOutput``, ``kCustom`` for fusions, else ``None``."""
         return self.attributes.get("kind") if self.opcode == "fusion" else None
-
-    @property
-    def custom_call_target(self) -> str | None:
-        from profan.hlo.views import string_attribute
-
-        return string_attribute(self, "custom_call_target")
-
-    @property
-    def control_predecessors(self) -> list[str]:
-        from profan.hlo.views import control_predecessors
-
-        return control_predecessors(self)
-
-    def to_text(self) -> str:
-        """The instruction as one line of HLO text."""
-        from profan.hlo.printer import instruction_to_text
-
-        return instruction_to_text(self)
 
 
 @dataclass(slots=True)
@@ -379,25 +345,6 @@ class Module:
         """Every instruction of every computation, in printed order."""
         for computation in self.computations:
             yield from computation.instructions
-
-    def source_location(self, instruction: Instruction) -> SourceLocation | None:
-        """``file:line`` (and function) of an instruction, from ``source_file``/``source_line``
-        or its ``stack_frame_id`` through the module's tables; ``None`` when unknown."""
-        from profan.hlo.views import source_location
-
-        return source_location(self, instruction)
-
-    def stack_trace(self, instruction: Instruction) -> list[SourceLocation]:
-        """Every stack frame of an instruction, innermost first."""
-        from profan.hlo.views import stack_trace
-
-        return stack_trace(self, instruction)
-
-    def to_text(self) -> str:
-        """The module as HLO text; parsing it again gives an equal ``Module``."""
-        from profan.hlo.printer import module_to_text
-
-        return module_to_text(self)
 
     @property
     def num_devices(self) -> int:
