@@ -20,7 +20,7 @@ from profan.cost.kernels import cost_kernel
 from profan.hlo import parse_file
 from profan.hlo.graph import scheduled_computations
 from profan.hlo.model import Instruction, Module
-from profan.hlo.views import backend_config
+from profan.hlo.views import backend_config, called_computations, custom_call_target
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -97,7 +97,7 @@ def test_cudnn_fused_attention_forward_causal_and_full_and_backward() -> None:
     )  # 2049/4096 vs 1/2
     assert kernel.transcendentals == 2 * 16 * causal_pairs
     grad = modules["jit_attention_cudnn_grad"]
-    by_target = {c.custom_call_target: _kernel(grad, c) for c in _custom_calls(grad)}
+    by_target = {custom_call_target(c): _kernel(grad, c) for c in _custom_calls(grad)}
     assert (
         by_target["__cudnn$fmhaSoftmax"].flops == truth["jit_attention_cudnn_grad"]["forward_full"]
     )
@@ -134,11 +134,11 @@ def test_transformer_train_step_matmul_and_attention_flops() -> None:
                     dense += kernel.flops * scheduled.count
                 elif (
                     kernel.model == "cudnn-fmha"
-                    and "Backward" not in instruction.custom_call_target
+                    and "Backward" not in (custom_call_target(instruction) or "")
                 ):
                     attention += kernel.flops * scheduled.count
             elif instruction.opcode == "fusion" and "gemm_fusion" in instruction.name:
-                body = module.computation(instruction.called_computations[0])
+                body = module.computation(called_computations(instruction)[0])
                 dots = [i for i in body.instructions if i.opcode == "dot"]
                 dense += sum(model.estimate(dot).flops or 0.0 for dot in dots) * scheduled.count
     assert dense == truth["dense_matmul_flops_train"]
@@ -188,7 +188,7 @@ def _corpus_calls(target: str) -> list[tuple[Path, Module, Instruction]]:
             continue
         module = parse_file(str(path))
         found += [
-            (path, module, c) for c in _custom_calls(module) if c.custom_call_target == target
+            (path, module, c) for c in _custom_calls(module) if custom_call_target(c) == target
         ]
     return found
 
