@@ -41,18 +41,29 @@ def op_identity(ops: pd.DataFrame, name_column: str) -> pd.DataFrame:
     )
 
 
+def op_groups(ops: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each event's op (a group id per row) and the (module, program, name) of every op: events
+    are many, ops few, so identities are built once per op, not per event."""
+    columns = ["module", "module_key", "op_name"]
+    grouped = ops[columns].groupby(columns, observed=True, dropna=False, sort=False)
+    group_of = grouped.ngroup().to_numpy()  # numbered in order of first appearance
+    first = grouped.head(1)  # the first row of each op, in the same order
+    return group_of, op_identity(first, "op_name")
+
+
 def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
     """Category of each event of a profile's op table (from the score's per-op categories);
     ``unmatched`` for events the score has no row for."""
     if len(ops) == 0:
         return np.array([], dtype=object)
     lookup = op_identity(score_ops, "name").assign(category=score_ops["category"].to_numpy())
-    merged = op_identity(ops, "op_name").merge(
+    group_of, identities = op_groups(ops)
+    per_op = identities.merge(
         lookup.drop_duplicates(["module", "program", "name"]),
         on=["module", "program", "name"],
         how="left",
-    )
-    return merged["category"].fillna("unmatched").to_numpy()
+    )["category"].fillna("unmatched")
+    return per_op.to_numpy()[group_of]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +97,12 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
     # one timeline per (host, device): hosts may each number their devices from 0
-    hosts = ops["host"].astype(str) if "host" in ops else pd.Series("", index=ops.index)
-    timeline_of, _ = pd.factorize(pd.MultiIndex.from_arrays([hosts, ops["device"].fillna(-1)]))
+    host_code = (
+        pd.factorize(ops["host"])[0].astype(np.int64)
+        if "host" in ops
+        else np.zeros(len(ops), np.int64)
+    )
+    timeline_of = host_code * (int(device.max()) + 2) + (device + 1)
     is_compute = np.isin(categories, list(COMPUTE_CATEGORIES))
     is_hidden_candidate = np.isin(categories, ["collective", "host"])
     is_collective = categories == "collective"
