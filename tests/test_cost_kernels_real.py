@@ -132,9 +132,8 @@ def test_transformer_train_step_matmul_and_attention_flops() -> None:
                 kernel = cost_kernel(kernel_call(instruction, model))
                 if kernel.model == "gemm":
                     dense += kernel.flops * scheduled.count
-                elif (
-                    kernel.model == "cudnn-fmha"
-                    and "Backward" not in (custom_call_target(instruction) or "")
+                elif kernel.model == "cudnn-fmha" and "Backward" not in (
+                    custom_call_target(instruction) or ""
                 ):
                     attention += kernel.flops * scheduled.count
             elif instruction.opcode == "fusion" and "gemm_fusion" in instruction.name:
