@@ -1,4 +1,4 @@
-"""FLOP arithmetic for dots and convolutions, and the attribute decoding it needs.
+"""FLOP arithmetic for dots and convolutions (their attributes are decoded by ``profan.hlo.views``).
 
 Conventions follow XLA's ``HloCostAnalysis`` (``xla/service/hlo_cost_analysis.cc``): a fused
 multiply-add is 2 FLOPs; a dot costs ``2 x output elements x contracting size``; a convolution
@@ -7,9 +7,7 @@ counts only kernel positions that land on real (not padded, not dilation-hole) i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from profan.hlo.model import Shape
 from profan.hlo.views import ConvolutionDimensions, WindowDimension
@@ -32,88 +30,9 @@ def dot_flops(lhs: Shape, output: Shape, lhs_contracting_dims: list[int]) -> int
     return FMA_FLOPS * out.num_elements * reduction
 
 
-@dataclass(frozen=True, slots=True)
-class WindowDim:
-    size: int = 1
-    stride: int = 1
-    pad_low: int = 0
-    pad_high: int = 0
-    lhs_dilate: int = 1  # base dilation
-    rhs_dilate: int = 1  # window dilation
-
-
-def parse_window(text: str | None) -> list[WindowDim]:
-    """``{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1}`` -> one entry per dim."""
-    if not text:
-        return []
-    fields: dict[str, list[str]] = {}
-    for key, value in re.findall(r"(\w+)=([-\d_x]+)", text):
-        fields[key] = value.split("x")
-    rank = len(fields.get("size", []))
-    dims = []
-    for index in range(rank):
-
-        def get(key: str, default: int, index: int = index) -> int:
-            values = fields.get(key)
-            return int(values[index]) if values else default
-
-        pad_low = pad_high = 0
-        if "pad" in fields:
-            low, _, high = fields["pad"][index].partition("_")
-            pad_low, pad_high = int(low), int(high or 0)
-        dims.append(
-            WindowDim(
-                size=get("size", 1),
-                stride=get("stride", 1),
-                pad_low=pad_low,
-                pad_high=pad_high,
-                lhs_dilate=get("lhs_dilate", 1),
-                rhs_dilate=get("rhs_dilate", 1),
-            )
-        )
-    return dims
-
-
-@dataclass(frozen=True, slots=True)
-class ConvDims:
-    """Which dimension of input, kernel and output plays which role (from ``dim_labels``)."""
-
-    input_batch: int
-    input_feature: int
-    input_spatial: list[int]
-    kernel_input_feature: int
-    kernel_output_feature: int
-    kernel_spatial: list[int]
-    output_batch: int
-    output_feature: int
-    output_spatial: list[int]
-
-
-def parse_dim_labels(text: str) -> ConvDims:
-    """``b01f_01io->b01f`` (digits are spatial dims in order)."""
-    match = re.fullmatch(r"\s*(\w+)_(\w+)->(\w+)\s*", text)
-    if not match:
-        raise ValueError(f"bad dim_labels {text!r}")
-    lhs, rhs, out = match.groups()
-
-    def spatial(labels: str) -> list[int]:
-        digits = sorted((int(ch), pos) for pos, ch in enumerate(labels) if ch.isdigit())
-        return [pos for _, pos in digits]
-
-    return ConvDims(
-        input_batch=lhs.index("b"),
-        input_feature=lhs.index("f"),
-        input_spatial=spatial(lhs),
-        kernel_input_feature=rhs.index("i"),
-        kernel_output_feature=rhs.index("o"),
-        kernel_spatial=spatial(rhs),
-        output_batch=out.index("b"),
-        output_feature=out.index("f"),
-        output_spatial=spatial(out),
-    )
-
-
-def _valid_positions(input_size: int, kernel_size: int, output_size: int, dim: WindowDim) -> int:
+def _valid_positions(
+    input_size: int, kernel_size: int, output_size: int, dim: WindowDimension
+) -> int:
     """How many (kernel tap, output position) pairs read a real input element on one axis."""
     # Two shortcuts XLA takes for patterns whose full loop is quadratic (same answer).
     if (
@@ -155,8 +74,8 @@ def convolution_flops(
     rhs: Shape,
     output: Shape,
     *,
-    window: Sequence[WindowDim | WindowDimension],
-    dims: ConvDims | ConvolutionDimensions,
+    window: Sequence[WindowDimension],
+    dims: ConvolutionDimensions,
     feature_group_count: int = 1,
     batch_group_count: int = 1,
 ) -> int:

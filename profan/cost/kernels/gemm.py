@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from profan.cost.flops import FMA_FLOPS, convolution_flops, parse_dim_labels, parse_window
+from profan.cost.flops import FMA_FLOPS, convolution_flops
 from profan.cost.kernels.model import (
     KernelCall,
     KernelCost,
@@ -15,6 +15,7 @@ from profan.cost.kernels.model import (
     result_arrays,
 )
 from profan.hlo.model import Shape
+from profan.hlo.views import decode_dim_labels, decode_window
 
 
 def matmul_signature(lhs: Shape | None, rhs: Shape | None, out: Shape | None) -> int | None:
@@ -105,17 +106,17 @@ def convolution(call: KernelCall, params: Params) -> KernelCost:
     """cuDNN / MIOpen convolutions: the call's ``window`` and ``dim_labels`` describe it as a
     convolution of operand 0 by operand 1 (backward passes included), counted as XLA does."""
     cost = new_cost(call, params, "convolution", "hlo")
-    labels = call.attributes.get("dim_labels")
+    dims = decode_dim_labels(call.attributes.get("dim_labels"))
     results = result_arrays(call, params)
-    if len(call.operands) < 2 or None in call.operands[:2] or not labels or not results:
+    if len(call.operands) < 2 or None in call.operands[:2] or dims is None or not results:
         return cost
     lhs, rhs = call.operands[0], call.operands[1]
     assert lhs is not None and rhs is not None
     cost.flops = float(
         convolution_flops(
             lhs, rhs, results[0],
-            window=parse_window(call.attributes.get("window")),
-            dims=parse_dim_labels(labels),
+            window=decode_window(call.attributes.get("window")),
+            dims=dims,
             feature_group_count=int(call.attributes.get("feature_group_count", "1")),
             batch_group_count=int(call.attributes.get("batch_group_count", "1")),
         )
