@@ -27,12 +27,17 @@ def unquote(text: str) -> str:
 
 
 def quote(value: str) -> str:
-    """``value`` as a ``"..."`` string token that ``unquote`` reads back unchanged."""
-    escaped = (
-        value.replace("\\", "\\\\")
-        .replace('"', '\\"')
-        .replace("\n", "\\n")
-        .replace("\t", "\\t")
-        .replace("\r", "\\r")
-    )
-    return f'"{escaped}"'
+    """``value`` as a ``"..."`` string token, escaped as XLA's printer escapes it (``CEscape``:
+    backslash, both quotes, ``\\n \\r \\t``, other control characters in octal); ``unquote``
+    reads it back unchanged."""
+    return '"' + value.translate(_C_ESCAPES) + '"'
+
+
+_C_ESCAPES = {code: f"\\{code:03o}" for code in (*range(0x20), 0x7F)} | {
+    ord("\\"): "\\\\",
+    ord('"'): '\\"',
+    ord("'"): "\\'",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+}

@@ -13,6 +13,7 @@ from functools import cache
 from google.protobuf.message import Message
 
 from profan.hlo.model import Shape
+from profan.hlo.text import quote
 from profan.trace.schema import load_schema
 
 
@@ -23,17 +24,6 @@ def _classes() -> dict[str, type[Message]]:
 
 def _ints(values: Iterable[int]) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
-
-
-def _quote(text: str) -> str:
-    escaped = (
-        text.replace("\\", "\\\\")
-        .replace('"', '\\"')
-        .replace("'", "\\'")
-        .replace("\n", "\\n")
-        .replace("\t", "\\t")
-    )
-    return f'"{escaped}"'
 
 
 def _iota_text(reshape: Sequence[int], transpose: Sequence[int], shape: Sequence[int]) -> str:
@@ -205,7 +195,7 @@ def _metadata(proto: Message) -> str | None:
     for name, quoted in _METADATA_FIELDS:
         value = getattr(proto, name)
         if value:
-            parts.append(f"{name}={_quote(value) if quoted else value}")
+            parts.append(f"{name}={quote(value) if quoted else value}")
     return "{" + " ".join(parts) + "}" if parts else None
 
 
@@ -431,7 +421,7 @@ def _attributes(
             "{" + ",".join(f"{{{p.source},{p.target}}}" for p in proto.source_target_pairs) + "}"
         )
     if opcode == "custom-call":
-        attrs["custom_call_target"] = _quote(proto.custom_call_target)
+        attrs["custom_call_target"] = quote(proto.custom_call_target)
         if proto.custom_call_has_side_effect:
             attrs["custom_call_has_side_effect"] = "true"
         if proto.custom_call_schedule:
@@ -475,7 +465,7 @@ def _attributes(
         else:
             attrs["to_apply"] = called[0] if len(called) == 1 else "{" + ", ".join(called) + "}"
     if proto.async_execution_thread and proto.async_execution_thread != "main":
-        attrs["async_execution_thread"] = _quote(proto.async_execution_thread)
+        attrs["async_execution_thread"] = quote(proto.async_execution_thread)
     if proto.HasField("sharding"):
         attrs["sharding"] = _sharding(proto.sharding)
     if proto.HasField("domain_entry_sharding"):
@@ -487,27 +477,26 @@ def _attributes(
             + "}"
         )
     if proto.frontend_attributes.map:
-        attrs["frontend_attributes"] = (
-            "{"
-            + ",".join(
-                f"{key}={_quote(value)}"
-                for key, value in sorted(proto.frontend_attributes.map.items())
-            )
-            + "}"
-        )
+        attrs["frontend_attributes"] = frontend_attributes_text(proto.frontend_attributes)
     if proto.control_predecessor_ids:
         attrs["control-predecessors"] = (
             "{" + ",".join(names.get(i, str(i)) for i in proto.control_predecessor_ids) + "}"
         )
     if proto.infeed_config:
-        attrs["infeed_config"] = _quote(proto.infeed_config.decode("utf-8", "replace"))
+        attrs["infeed_config"] = quote(proto.infeed_config.decode("utf-8", "replace"))
     if proto.outfeed_config:
-        attrs["outfeed_config"] = _quote(proto.outfeed_config.decode("utf-8", "replace"))
+        attrs["outfeed_config"] = quote(proto.outfeed_config.decode("utf-8", "replace"))
     if proto.HasField("metadata"):
         metadata = _metadata(proto.metadata)
         if metadata is not None:
             attrs["metadata"] = metadata
     if proto.backend_config:
         text = proto.backend_config.decode("utf-8", "replace")
-        attrs["backend_config"] = text if text.startswith("{") else _quote(text)
+        attrs["backend_config"] = text if text.startswith("{") else quote(text)
     return attrs
+
+
+def frontend_attributes_text(attributes: Message) -> str:
+    """A ``FrontendAttributes`` message as XLA prints it: ``{key="value",...}``, keys sorted."""
+    pairs = sorted(attributes.map.items())
+    return "{" + ",".join(f"{key}={quote(value)}" for key, value in pairs) + "}"

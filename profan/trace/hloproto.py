@@ -29,7 +29,7 @@ from profan.hlo.model import (
     StackFrameTables,
 )
 from profan.hlo.shapes import shape_to_text
-from profan.trace.hloattrs import _attributes, _ints, _literal, _quote
+from profan.trace.hloattrs import _attributes, _ints, _literal, frontend_attributes_text
 from profan.trace.schema import load_schema
 
 _COMBINED_DIMENSION = -(2**63)  # a tile dimension printed as '*'
@@ -216,14 +216,7 @@ def _module_attributes(proto: Message, computations: list[Computation]) -> dict[
         if assignment.computation_count > 1:
             attrs["num_partitions"] = str(assignment.computation_count)
     if proto.frontend_attributes.map:
-        attrs["frontend_attributes"] = (
-            "{"
-            + ",".join(
-                f"{key}={_quote(value)}"
-                for key, value in sorted(proto.frontend_attributes.map.items())
-            )
-            + "}"
-        )
+        attrs["frontend_attributes"] = frontend_attributes_text(proto.frontend_attributes)
     return attrs
 
 
