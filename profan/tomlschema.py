@@ -40,6 +40,19 @@ def read_toml(path: str | Path, *, what: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
 
 
+def read_named_tables(path: str | Path, top: str, *, what: str) -> dict[str, Any]:
+    """The ``[top.NAME]`` tables of a file that holds only those (chip and kernel files);
+    a file without any, or with another top-level table, raises ``ConfigError``."""
+    document = read_toml(path, what=what)
+    tables = document.get(top)
+    if not isinstance(tables, dict) or not tables:
+        raise ConfigError(f"{path}: no [{top}.NAME] tables found")
+    unknown = sorted(set(document) - {top})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level table {unknown[0]!r} (allowed: {top})")
+    return tables
+
+
 def convert(value: Any, type_: type[T], *, origin: str, key: str) -> T:
     """``value`` (a decoded TOML table) as ``type_``; errors name ``origin`` and the full key."""
     try:

@@ -28,7 +28,7 @@ import msgspec
 from profan.chips.peaks import Peak, peak_for
 from profan.errors import ConfigError
 from profan.paths import data_path
-from profan.tomlschema import convert, read_toml
+from profan.tomlschema import convert, read_named_tables
 
 if TYPE_CHECKING:
     from profan.trace.profile import DeviceInfo
@@ -285,13 +285,7 @@ def read_chip_file(path: str | Path) -> dict[str, Chip]:
     """Chips defined in one TOML file (``[chips.NAME]`` tables)."""
     path = Path(path)
     origin = path.name if path == data_path(CATALOGUE_FILE) else str(path)
-    document = read_toml(path, what="chip file")
-    tables = document.get("chips")
-    if not isinstance(tables, dict) or not tables:
-        raise ConfigError(f"{path}: no [chips.NAME] tables found")
-    unknown = sorted(set(document) - {"chips"})
-    if unknown:
-        raise ConfigError(f"{path}: unknown top-level table {unknown[0]!r} (allowed: chips)")
+    tables = read_named_tables(path, "chips", what="chip file")
     return {name: _chip_from_table(name, table, origin) for name, table in tables.items()}
 
 

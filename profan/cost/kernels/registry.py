@@ -18,7 +18,7 @@ from profan.cost.kernels import attention, gemm, opaque
 from profan.cost.kernels.model import KernelCall, KernelCost, Params, ParamValue
 from profan.errors import ConfigError
 from profan.paths import data_path
-from profan.tomlschema import convert, read_toml
+from profan.tomlschema import convert, read_named_tables
 
 REGISTRY_FILE = "kernels.toml"
 USER_KERNELS_ENV = "PROFAN_KERNELS"
@@ -66,13 +66,7 @@ class Rule:
 
 
 def _rules_from_file(path: Path, origin: str) -> list[Rule]:
-    document = read_toml(path, what="kernel file")
-    tables = document.get("kernels")
-    if not isinstance(tables, dict) or not tables:
-        raise ConfigError(f"{path}: no [kernels.NAME] tables found")
-    unknown = sorted(set(document) - {"kernels"})
-    if unknown:
-        raise ConfigError(f"{path}: unknown top-level table {unknown[0]!r} (allowed: kernels)")
+    tables = read_named_tables(path, "kernels", what="kernel file")
     rules = []
     for name, table in tables.items():
         entry = convert(table, KernelEntry, origin=origin, key=f"kernels.{name}")
