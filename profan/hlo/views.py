@@ -11,7 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
+from profan.errors import HloSyntaxError
+from profan.hlo.devices import (
+    Sharding,
+    decode_replica_groups,
+    decode_sharding,
+    decode_source_target_pairs,
+)
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Metadata, SourceLocation
 from profan.hlo.opcodes import GROUPED_COLLECTIVE_KINDS, collective_kind
@@ -187,6 +193,18 @@ def source_target_pairs(instruction: Instruction) -> list[tuple[int, int]] | Non
     Bad text raises ``profan.errors.HloSyntaxError``."""
     text = instruction.attributes.get("source_target_pairs")
     return None if text is None else decode_source_target_pairs(text)
+
+
+def sharding(instruction: Instruction) -> Sharding | None:
+    """The instruction's ``sharding=`` decoded (every form: replicated, maximal, tiled, iota,
+    mesh, tuple); ``None`` when it has none or its text does not decode."""
+    text = instruction.attributes.get("sharding")
+    if not text:
+        return None
+    try:
+        return decode_sharding(text)
+    except HloSyntaxError:
+        return None
 
 
 def string_attribute(instruction: Instruction, key: str) -> str | None:

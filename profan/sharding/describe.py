@@ -3,8 +3,7 @@ and the parallelism strategies they add up to."""
 
 from __future__ import annotations
 
-from profan.errors import HloSyntaxError
-from profan.hlo.devices import decode_sharding
+from profan.hlo import views
 from profan.hlo.model import Instruction, Module
 from profan.hlo.opcodes import CONTROL_FLOW_OPCODES
 from profan.hlo.views import called_computations
@@ -57,14 +56,11 @@ def annotated_global_shape(instruction: Instruction) -> str | None:
     """The global shape of an array output whose ``sharding=`` tiles it (per-device dims × tiles
     per dim, ``f32[64,128]``); ``None`` when it has no such sharding or the tiles do not change
     the shape."""
-    text = instruction.attributes.get("sharding")
+    sharding = views.sharding(instruction)
     shape = instruction.shape
-    if not text or not shape.is_array:
+    if sharding is None or not shape.is_array:
         return None
-    try:
-        tiles = decode_sharding(text).data_tile_dims
-    except HloSyntaxError:
-        return None
+    tiles = sharding.data_tile_dims
     if len(tiles) < len(shape.dims):
         return None
     scaled = [size * count for size, count in zip(shape.dims, tiles, strict=False)]

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import decode_sharding, group_problems, iota_devices
+from profan.hlo import views
+from profan.hlo.devices import group_problems, iota_devices
 from profan.hlo.model import Module
 from profan.hlo.opcodes import (
     GROUPED_COLLECTIVE_KINDS,
@@ -289,12 +290,8 @@ def _sharding_sets(module: Module) -> list[_DeviceSet]:
     """Tile assignments of sharding annotations: each split dim's devices are a mesh group."""
     sets: list[_DeviceSet] = []
     for instruction in module.instructions():
-        text = instruction.attributes.get("sharding")
-        if not text or ("devices=" not in text and "mesh" not in text):
-            continue
-        try:
-            sharding = decode_sharding(text)
-        except HloSyntaxError:
+        sharding = views.sharding(instruction)
+        if sharding is None:
             continue
         for element in sharding.elements or (sharding,):
             if not element.is_tiled:

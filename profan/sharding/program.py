@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices import MeshSpec, decode_sdy_mesh, decode_sharding, replica_groups_mesh
+from profan.hlo import views
+from profan.hlo.devices import MeshSpec, decode_sdy_mesh, replica_groups_mesh
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Module
 from profan.hlo.views import frontend_attribute
@@ -101,12 +102,8 @@ def _sharding_meshes(module: Module) -> list[ProgramMesh]:
     found: list[ProgramMesh] = []
     seen: set[MeshSpec] = set()
     for instruction in module.instructions():
-        text = instruction.attributes.get("sharding")
-        if not text or "mesh" not in text:
-            continue
-        try:
-            sharding = decode_sharding(text)
-        except HloSyntaxError:
+        sharding = views.sharding(instruction)
+        if sharding is None:
             continue
         for element in sharding.elements or (sharding,):
             spec = element.mesh
