@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from profan.chips import Chip
+from profan.units import seconds
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -83,7 +84,7 @@ def explain_faster_executions(
         else:
             head = (
                 f"{int(hit['size'])} of {row.occurrences} executions measured faster than its "
-                f"roofline (shortest {shortest:.3g} s, ideal {per_execution:.3g} s)"
+                f"roofline (shortest {seconds(shortest)}, ideal {seconds(per_execution)})"
             )
         notes.append(f"{head}: {why}")
     per_op["note"] = pd.Series(notes, index=per_op.index, dtype=object)

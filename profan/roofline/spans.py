@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction
+from profan.units import seconds
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -81,8 +82,8 @@ def async_efficiency(
         )
     devices = ",".join(str(d) for d in spans.devices) or "?"
     note = (
-        f"async done: efficiency = ideal {per_execution_s:.3g} s x {spans.executions} spans "
-        f"/ span total {spans.total_s:.3g} s (async line, device(s) {devices}); "
+        f"async done: efficiency = ideal {seconds(per_execution_s)} x {spans.executions} spans "
+        f"/ span total {seconds(spans.total_s)} (async line, device(s) {devices}); "
         "measured = exposed wait"
     )
     if spans.total_s <= 0 or per_execution_s <= 0:

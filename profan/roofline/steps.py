@@ -31,6 +31,7 @@ import pandas as pd
 from profan.chips import Chip
 from profan.roofline.spans import device_keys
 from profan.roofline.terms import BOUNDS
+from profan.units import seconds
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -196,7 +197,7 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame, rows: np.ndarr
         measured = max(window, span)
         if span > window * (1 + _TOLERANCE):
             notes.append(
-                f"the step's ops run {span - window:.3g} s past its window ({window:.3g} s; "
+                f"the step's ops run {seconds(span - window)} past its window ({seconds(window)}; "
                 "ops of other programs follow the step's program): measured over their span"
             )
         faster = int(faster_by_step.get(step, 0))
@@ -207,7 +208,8 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame, rows: np.ndarr
             )
         if ideal > measured * (1 + _TOLERANCE):
             notes.append(
-                f"the model's ideal ({ideal:.3g} s) exceeds the measured step and is capped at it"
+                f"the model's ideal ({seconds(ideal)}) exceeds the measured step "
+                "and is capped at it"
             )
             ideal = measured
         total = float(op_time.get(step, 0.0)) or 1.0
