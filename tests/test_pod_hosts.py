@@ -92,3 +92,22 @@ def test_clock_offset_synthetic_shift_is_aligned_away(
 
 def test_one_host_has_no_cross_host_view(fixtures_dir: Path) -> None:
     assert profan.load(fixtures_dir / "mlp" / "trace").hosts is None
+
+
+def test_map_summary_equals_the_summary_of_every_event(fixtures_dir: Path) -> None:
+    # The map of the reduced form builds only SUMMARY_COLUMNS; its summary must be the one the
+    # full per-event table gives, host by host.
+    import importlib
+
+    from profan.trace.hosts import summarize_host
+    from profan.trace.pod import summarize_file
+
+    load = importlib.import_module("profan.trace.load")
+    files = sorted((fixtures_dir / "multihost" / "trace").rglob("*.xplane.pb"))
+    assert len(files) >= 2
+    for file in files:
+        result = summarize_file((str(file), file.name, None, False))
+        full = load.load_events(file, profan.trace.LoadOptions(workers=1, use_cache=False))
+        assert result.summary == summarize_host(file.name, full.ops, full.origin_ns, full.modules)
+        assert result.summary.collectives and result.summary.step_windows
+        assert result.events == len(full.ops)

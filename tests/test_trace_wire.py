@@ -200,3 +200,26 @@ def test_fields_in_any_order(specs: list[dict], rnd) -> None:
         assert sorted(events.stat_metadata_id[rows].tolist()) == sorted(
             s.metadata_id for s in expected.stats
         )
+
+
+@pytest.mark.parametrize("trace", ["transformer", "multihost"])
+def test_lines_decoded_in_chunks_equal_whole_lines(
+    fixtures_dir: Path, trace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chunks of 7 events: every line of these real traces is cut many times, at odd places, so
+    # concat_events must shift positions, event numbers and string offsets right.
+    import importlib
+
+    import pandas as pd
+
+    from profan.trace import LoadOptions, planes
+
+    load = importlib.import_module("profan.trace.load")
+    options = LoadOptions(workers=1, use_cache=False)
+    path = fixtures_dir / trace / "trace"
+    whole = load.load_events(path, options)
+    monkeypatch.setattr(planes, "DECODE_CHUNK", 7)
+    chunked = load.load_events(path, options)
+    assert len(whole.ops) > 7 * 10
+    pd.testing.assert_frame_equal(whole.ops, chunked.ops)
+    pd.testing.assert_frame_equal(whole.steps, chunked.steps)

@@ -4,6 +4,7 @@ kernels inside command buffers are kept apart for ``profan.trace.command_buffers
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import Message
@@ -34,7 +35,7 @@ def read_gpu_plane(
     ]
     parts: dict[str, list[np.ndarray]] = defaultdict(list)
     for line in plane.lines:
-        if not line.events:
+        if not line.has_events:
             continue
         events = _decode_line(line, path, wanted_stats=wanted, require_stats=[hlo_op])
         if not len(events):
@@ -96,7 +97,7 @@ def _first_kernels(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarr
     return np.flatnonzero(new_group), np.cumsum(new_group) - 1
 
 
-def _executions(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _executions(columns: dict[str, np.ndarray]) -> dict[str, Any]:
     """Op-execution columns from kernels in start order: an execution's duration is the sum of
     its kernels' durations, its start the first kernel's start."""
     firsts, group = _first_kernels(columns)
@@ -107,7 +108,7 @@ def _executions(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "start_ps": columns["start"][firsts],
         "duration_ps": np.bincount(group, weights=columns["duration"]).astype(np.int64),
         "kernel_count": np.bincount(group).astype(np.int64),
-        "line": np.full(len(firsts), "kernels", dtype=object),
+        "line": "kernels",  # one shared str (_OpColumns.add fills the column)
     }
 
 

@@ -63,8 +63,12 @@ def load_events(
     opts: LoadOptions,
     found: Run | None = None,
     progress: Progress | None = None,
+    columns: tuple[str, ...] | None = None,
 ) -> Profile:
-    """The events form: every op execution of every host (see ``profan.trace.pod``)."""
+    """The events form: every op execution of every host (see ``profan.trace.pod``).
+
+    ``columns``: only these columns of ``Profile.ops`` (and no ``async_ops``), for a caller that
+    reduces the table at once (the map of the reduced form): the rest is never built."""
     hlo, workers, use_cache = opts.hlo, opts.workers, opts.use_cache
     found = found or find_run(path, opts.run)
     sizes = sizes_of(found)
@@ -95,8 +99,14 @@ def load_events(
     kind = with_ops[0].kind or "CPU"
 
     base_ns = min(h.base_ns for h in with_ops)
-    ops = _frame([(h, h.ops) for h in with_ops], base_ns)
-    async_ops = _frame([(h, h.async_ops) for h in with_ops if h.async_ops], base_ns)
+    ops = _frame([(h, h.ops) for h in with_ops], base_ns, columns)
+    async_ops = (
+        _frame([(h, h.async_ops) for h in with_ops if h.async_ops], base_ns)
+        if columns is None
+        else pd.DataFrame()
+    )
+    for host in hosts:
+        host.ops, host.async_ops = {}, {}  # in the frames now: one copy in memory, not two
     origin_ps = int(ops["_start_ps"].min())
 
     module_names = {}
@@ -124,7 +134,7 @@ def load_events(
     profile = Profile(
         path=str(path),
         run=found.name,
-        ops=_finish(ops, origin_ps),
+        ops=_finish(ops, origin_ps, columns),
         steps=finish_steps(steps, origin_ps),
         device=_device_info(kind, hosts, ops),
         modules=modules,
@@ -153,13 +163,40 @@ def load_events(
 # ------------------------------------------------------------------------------ tables
 
 
-def _frame(parts: list[tuple[HostTrace, dict[str, np.ndarray]]], base_ns: int) -> pd.DataFrame:
+# What ``_finish`` reads of the frame for each public column.
+_SOURCES = {
+    "start_s": ("_start_ps",),
+    "duration_s": ("duration_ps",),
+    "step": (),  # assigned after the frame is built
+    "module_key": (),  # set by _join
+    "matched": (),  # set by _join
+    "module": ("module", "program_id"),
+    "host": (),
+    "device_kind": (),
+}
+_JOIN_SOURCES = ("program_id", "module", "op_name", "device", "run_id", "duration_ps")  # + steps
+
+
+def _frame(
+    parts: list[tuple[HostTrace, dict[str, np.ndarray]]],
+    base_ns: int,
+    wanted: tuple[str, ...] | None = None,
+) -> pd.DataFrame:
+    keep = None
+    if wanted is not None:
+        keep = {"start_ps", *_JOIN_SOURCES}
+        for name in wanted:
+            keep.update(_SOURCES.get(name, (name,)))
     frames = []
     for host, columns in parts:
         if not columns:
             continue
         shift = (host.base_ns - base_ns) * 1000
-        data = {name: values for name, values in columns.items() if name != "start_ps"}
+        data = {
+            name: values
+            for name, values in columns.items()
+            if name != "start_ps" and (keep is None or name in keep)
+        }
         data["_start_ps"] = columns["start_ps"] + shift
         frame = pd.DataFrame(data, copy=False)
         frame.insert(0, "host", host.host)
@@ -171,31 +208,34 @@ def _frame(parts: list[tuple[HostTrace, dict[str, np.ndarray]]], base_ns: int) -
     return frame.sort_values("_start_ps", kind="stable").reset_index(drop=True)
 
 
-def _finish(frame: pd.DataFrame, origin_ps: int) -> pd.DataFrame:
-    """The public table: ``OP_DTYPES``' columns, times in seconds, declared dtypes."""
-    out = pd.DataFrame(
-        {
-            "host": frame["host"],
-            "device": _nullable(frame["device"]),
-            "device_kind": frame["device_kind"],
-            "module": frame["module"],
-            "module_key": frame["module_key"],
-            "program_id": _nullable_program(frame["program_id"]),
-            "op_name": frame["op_name"],
-            "step": frame["step"],
-            "start_s": (frame["_start_ps"].to_numpy() - origin_ps) / 1e12,
-            "duration_s": frame["duration_ps"].to_numpy() / 1e12,
-            "trace_flops": frame["trace_flops"],
-            "trace_bytes_accessed": frame["trace_bytes_accessed"],
-            "trace_model_flops": frame["trace_model_flops"],
-            "source": frame["source"],
-            "matched": frame["matched"],
-            "run_id": _nullable(frame["run_id"]),
-            "kernel_count": frame["kernel_count"],
-        }
-    )
-    out = out.astype(OP_DTYPES)
-    assert tuple(out.columns[: len(OP_COLUMNS)]) == OP_COLUMNS
+def _finish(
+    frame: pd.DataFrame, origin_ps: int, columns: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """The public table: ``OP_DTYPES``' columns (or only ``columns``), times in seconds,
+    declared dtypes."""
+    build = {
+        "host": lambda: frame["host"],
+        "device": lambda: _nullable(frame["device"]),
+        "device_kind": lambda: frame["device_kind"],
+        "module": lambda: frame["module"],
+        "module_key": lambda: frame["module_key"],
+        "program_id": lambda: _nullable_program(frame["program_id"]),
+        "op_name": lambda: frame["op_name"],
+        "step": lambda: frame["step"],
+        "start_s": lambda: (frame["_start_ps"].to_numpy() - origin_ps) / 1e12,
+        "duration_s": lambda: frame["duration_ps"].to_numpy() / 1e12,
+        "trace_flops": lambda: frame["trace_flops"],
+        "trace_bytes_accessed": lambda: frame["trace_bytes_accessed"],
+        "trace_model_flops": lambda: frame["trace_model_flops"],
+        "source": lambda: frame["source"],
+        "matched": lambda: frame["matched"],
+        "run_id": lambda: _nullable(frame["run_id"]),
+        "kernel_count": lambda: frame["kernel_count"],
+    }
+    names = tuple(OP_DTYPES) if columns is None else tuple(n for n in OP_DTYPES if n in columns)
+    out = pd.DataFrame({name: build[name]() for name in names})
+    out = out.astype({name: OP_DTYPES[name] for name in names})
+    assert columns is not None or tuple(out.columns[: len(OP_COLUMNS)]) == OP_COLUMNS
     return out
 
 

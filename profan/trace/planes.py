@@ -12,6 +12,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.errors import TraceError
+from profan.trace.space import line_events
 from profan.trace.wire import (
     KIND_DOUBLE,
     KIND_GZIP,
@@ -21,6 +22,7 @@ from profan.trace.wire import (
     KIND_UINT,
     EventArrays,
     WireError,
+    concat_events,
     decode_events,
 )
 
@@ -161,9 +163,18 @@ def _metadata_stats(plane: Message, wanted: tuple[str, ...]) -> dict[int, dict[s
     return found
 
 
-def _decode_line(line: Message, path: str, **options: Any) -> EventArrays:
+DECODE_CHUNK = 16384  # events decoded at once: bounds the decoder's temporary arrays
+
+
+def _decode_line(line: Any, path: str, **options: Any) -> EventArrays:
+    events = line_events(line, path)
     try:
-        return decode_events(list(line.events), **options)
+        sizes, parts = [], []
+        for first in range(0, len(events), DECODE_CHUNK):
+            chunk = events[first : first + DECODE_CHUNK]
+            sizes.append(len(chunk))
+            parts.append(decode_events(chunk, **options))
+        return concat_events(parts, sizes) if parts else decode_events([], **options)
     except WireError as error:
         raise TraceError(path, f"damaged events on line {line.name!r}: {error}") from None
 
@@ -211,8 +222,12 @@ class _OpColumns:
                 default = defaults[name]
                 dtype = object if default is None else np.asarray(default).dtype
                 value = np.full(count, default, dtype=dtype)
+            elif isinstance(value, str):
+                # One shared object: np.full(count, text, dtype=object) makes a str per row.
+                text, value = value, np.empty(count, dtype=object)
+                value.fill(text)
             elif not isinstance(value, np.ndarray):
-                value = np.full(count, value, dtype=object if isinstance(value, str) else None)
+                value = np.full(count, value)
             self.parts[name].append(value)
 
     def finish(self) -> dict[str, np.ndarray]:

@@ -51,11 +51,17 @@ class HostResult:
     events: int
 
 
+# The columns of ``Profile.ops`` that ``summarize_host`` reads: the map builds no others.
+SUMMARY_COLUMNS = ("host", "device", "module_key", "op_name", "step", "start_s", "duration_s")
+
+
 def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tuple[str, str]:
     """Map task of the reduced form: read one host's file here and reduce it."""
     path, host, hlo, use_cache = task
     try:
-        profile = load_events(path, LoadOptions(hlo=hlo, workers=1, use_cache=use_cache))
+        profile = load_events(
+            path, LoadOptions(hlo=hlo, workers=1, use_cache=use_cache), columns=SUMMARY_COLUMNS
+        )
     except TraceError as error:
         return (error.path, error.reason)
     summary = summarize_host(host, profile.ops, profile.origin_ns, profile.modules)

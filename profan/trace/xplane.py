@@ -67,6 +67,7 @@ from profan.trace.planes import (
     plane_stats,
 )
 from profan.trace.schema import load_schema
+from profan.trace.space import Plane, open_stream, read_planes
 from profan.trace.storage import RemotePath, as_path
 from profan.trace.wire import EventArrays
 
@@ -109,11 +110,29 @@ def decode_xspace_view(data: bytes, path: str) -> Message:
 def read_host(path: str, host: str) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
     file = as_path(path)
-    space = decode_xspace_view(read_bytes(file), path)
-    trace = HostTrace(host=host, path=path, planes=[plane.name for plane in space.planes])
+    local = isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
+    try:
+        stream = open_stream(None if local else read_bytes(file), str(file) if local else None)
+    except OSError as error:
+        raise TraceError(path, f"cannot read: {error.strerror}") from None
+    with stream:
+        return _read_planes(read_planes(stream, path), host, path)
+
+
+def _is_plain(file: Path) -> bool:
+    """A local file that is not gzip-compressed (whatever its name)."""
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(2) != b"\x1f\x8b"
+    except OSError as error:
+        raise TraceError(str(file), f"cannot read: {error.strerror}") from None
+
+
+def _read_planes(planes: list[Plane], host: str, path: str) -> HostTrace:
+    trace = HostTrace(host=host, path=path, planes=[plane.name for plane in planes])
     device_planes = []
     host_plane = None
-    for plane in space.planes:
+    for plane in planes:
         match = _DEVICE_PLANE.match(plane.name)
         if match:
             device_planes.append((match.group(1), int(match.group(2)), plane))
@@ -122,10 +141,13 @@ def read_host(path: str, host: str) -> HostTrace:
         elif plane.name == "/host:metadata":
             _read_metadata(plane, trace)
     timestamps = [
-        line.timestamp_ns for _, _, plane in device_planes for line in plane.lines if line.events
+        line.timestamp_ns
+        for _, _, plane in device_planes
+        for line in plane.lines
+        if line.has_events
     ]
     if host_plane is not None:
-        timestamps += [line.timestamp_ns for line in host_plane.lines if line.events]
+        timestamps += [line.timestamp_ns for line in host_plane.lines if line.has_events]
     trace.base_ns = min(timestamps, default=0)
 
     builder = _OpColumns()
@@ -151,7 +173,7 @@ def read_host(path: str, host: str) -> HostTrace:
     return trace
 
 
-def _read_metadata(plane: Message, trace: HostTrace) -> None:
+def _read_metadata(plane: Plane, trace: HostTrace) -> None:
     names = {key: meta.name for key, meta in plane.stat_metadata.items()}
     for meta in plane.event_metadata.values():
         proto = None
@@ -172,7 +194,7 @@ def _read_metadata(plane: Message, trace: HostTrace) -> None:
 
 
 def _read_tpu_plane(
-    plane: Message,
+    plane: Plane,
     ordinal: int,
     trace: HostTrace,
     ops: _OpColumns,
@@ -197,7 +219,9 @@ def _read_tpu_plane(
     stat_ids = [stats.id(name) for name in wanted if stats.id(name) is not None]
     meta_stats = _metadata_stats(plane, wanted)
     for line in plane.lines:
-        if line.name not in ("XLA Ops", "Async XLA Ops", "XLA Modules", "Steps") or not line.events:
+        if line.name not in ("XLA Ops", "Async XLA Ops", "XLA Modules", "Steps"):
+            continue
+        if not line.has_events:
             continue
         events = _decode_line(line, path, wanted_stats=stat_ids)
         count = len(events)
@@ -297,7 +321,7 @@ def _columns_with_metadata(
     }
 
 
-def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
+def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
     """CPU op events (when ``ops`` is given) and StepTraceAnnotation events."""
     stats = _PlaneStats(plane)
     hlo_op = stats.id("hlo_op")
@@ -312,7 +336,7 @@ def _read_host_plane(plane: Message, trace: HostTrace, ops: _OpColumns | None, p
     ]
     host_launches = 0
     for line in plane.lines:
-        if not line.events:
+        if not line.has_events:
             continue
         events = _decode_line(line, path, wanted_stats=wanted, require_stats=require)
         if not len(events):
