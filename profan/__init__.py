@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from profan.capture import Capture, capture
 from profan.version import __version__
 
 if TYPE_CHECKING:
@@ -29,4 +30,4 @@ def load(
     return _load(path, hlo=hlo, run=run, options=options, **fields)
 
 
-__all__ = ["__version__", "load"]
+__all__ = ["Capture", "__version__", "capture", "load"]

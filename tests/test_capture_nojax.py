@@ -45,3 +45,22 @@ def test_capture_module_imports_light() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout
+
+
+def test_profan_capture_is_the_function_at_the_top_level() -> None:
+    """``profan.capture(fn, *args)`` as the issue and README spell it, without a second import;
+    ``from profan.capture import ...`` still reaches the module's other names."""
+    result = _run(
+        """
+        import profan
+        from profan.capture import CaptureError, program_meshes
+        print("TOP", profan.capture.__module__, profan.capture.__name__, profan.Capture.__name__)
+        try:
+            profan.capture(print, 1)
+        except CaptureError as error:
+            print("ERROR", error.exit_code)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "TOP profan.capture capture Capture" in result.stdout
+    assert "ERROR 2" in result.stdout
