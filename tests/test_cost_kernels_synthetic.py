@@ -269,6 +269,9 @@ def test_reconcile_trace_figures() -> None:
     value, source, note = reconcile(8.59e9, "shape-signature", 1.08e9)
     assert (value, source) == (8.59e9, "shape-signature") and "2x apart" in note
     assert reconcile(8.59e9, "backend-config", 8.0e9) == (8.59e9, "backend-config", None)
+    # equal figures agree, 0 and 0 too (a v6e copy-start: no FLOPs in the model or the trace)
+    assert reconcile(0.0, "hlo", 0.0) == (0.0, "hlo", None)
+    assert reconcile(0.0, "hlo", 1.0e6)[2] is not None  # but 0 against a real figure is shown
     assert weaker_source("hlo", "lower-bound") == "lower-bound"
     assert weaker_source("cost-estimate", "backend-config") == "cost-estimate"
 

@@ -72,15 +72,6 @@ def _present(value: Any) -> bool:
     return value is not None and not pd.isna(value)
 
 
-def _reconcile(
-    model: float | None, source: str, trace: float | None, what: str
-) -> tuple[float | None, str, str | None]:
-    """``kernels.reconcile``, with figures that are equal (0 and 0 too) agreeing outright."""
-    if model is not None and trace is not None and model == trace:
-        return model, source, None
-    return reconcile(model, source, trace, what=what)
-
-
 def _number(value: Any) -> float | None:
     """A trace stat as a float, ``None`` where the trace has none."""
     return float(value) if _present(value) else None
@@ -146,12 +137,12 @@ def per_op_rows(
             cost_source = "none"
         trace_flops = _number(record.get("trace_flops"))
         trace_bytes = _number(record.get("trace_bytes_accessed"))
-        flops, flops_source, flops_note = _reconcile(
-            cost.flops, cost.flops_source, trace_flops, "FLOPs"
+        flops, flops_source, flops_note = reconcile(
+            cost.flops, cost.flops_source, trace_flops, what="FLOPs"
         )
         model_bytes = roofline_bytes(cost) if cost.bytes_source != "unknown" else None
-        hbm_bytes, bytes_source, bytes_note = _reconcile(
-            model_bytes, cost.bytes_source, trace_bytes, "bytes"
+        hbm_bytes, bytes_source, bytes_note = reconcile(
+            model_bytes, cost.bytes_source, trace_bytes, what="bytes"
         )
         cost.flops, cost.flops_source, cost.bytes_source = flops, flops_source, bytes_source
         if hbm_bytes is not None and hbm_bytes != model_bytes:

@@ -147,6 +147,8 @@ def reconcile(
         return model_value, model_source, None
     if model_value is None or model_source == "unknown":
         return trace_value, "trace", None
+    if trace_value == model_value:  # 0 and 0 included: the two agree
+        return model_value, model_source, None
     if model_source == "lower-bound":
         if trace_value >= model_value:
             return trace_value, "trace", None
