@@ -9,10 +9,12 @@ Usage::
 Every host is a hard link of the big trace's xplane (``host000.xplane.pb`` ...), so the files
 cost no disk; xprof reads its own hard-linked copies in a scratch directory (its converters may
 write caches beside their input).  Each task is one fresh process tree, timed from start to
-exit.  Peak RSS is given two ways: ``max proc`` (the largest single process, ``getrusage``
-over the waited-for tree) and ``tree sum`` (the largest sum of the tree's RSS, sampled every
-50 ms with psutil; for Dask it includes the cluster's scheduler, nannies and workers).  The
-one-host row is ``profan report`` of one host: the 1.5x RSS target is against it.
+exit.  Peak memory is given three ways: ``max proc`` (the largest single process, ``getrusage``
+over the waited-for tree), ``tree sum`` (the largest sum of the tree's RSS, sampled every
+50 ms with psutil) and ``tree PSS`` (the same sum of PSS, which splits shared pages between
+the processes sharing them instead of counting them in each); for Dask both sums include the
+cluster's scheduler, nannies and workers.  The one-host row is ``profan report`` of one host:
+the 1.5x RSS target is against it.
 
 Targets (issue 11): at every host count, profan's wall time <= 0.7x xprof's, peak RSS <= 1.5x
 that of one host.
@@ -55,20 +57,25 @@ def _pod(source: Path, hosts: int, root: Path) -> Path:
 
 
 def _sample_tree(pids: list[int], stop: threading.Event, peak: list[int]) -> None:
+    """``peak[0]``: the largest RSS sum of the trees; ``peak[1]``: the largest PSS sum (shared
+    pages split among the processes sharing them: what the run costs the machine)."""
     import psutil
 
     roots = [psutil.Process(pid) for pid in pids]
     while not stop.is_set():
-        total = 0
+        total = pss = 0
         for root in roots:
             try:
                 family = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 continue
             for process in family:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    total += process.memory_info().rss
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    info = process.memory_full_info()
+                    total += info.rss
+                    pss += info.pss
         peak[0] = max(peak[0], total)
+        peak[1] = max(peak[1], pss)
         stop.wait(0.05)
 
 
@@ -90,7 +97,7 @@ def _measure(command: list[str], env: dict[str, str], extra_pids: list[int]) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    stop, peak = threading.Event(), [0]
+    stop, peak = threading.Event(), [0, 0]
     sampler = threading.Thread(target=_sample_tree, args=([process.pid, *extra_pids], stop, peak))
     sampler.start()
     out, err = process.communicate()
@@ -104,6 +111,7 @@ def _measure(command: list[str], env: dict[str, str], extra_pids: list[int]) -> 
         "seconds": seconds,
         "max_proc_rss": int(lines[-1].split()[1]) * 1024,
         "tree_rss": peak[0],
+        "tree_pss": peak[1],
         "stdout_bytes": len(out),
     }
 
@@ -208,10 +216,11 @@ def _table(rows: list[dict], base: dict) -> None:
     xprof = {r["hosts"]: r["seconds"] for r in rows if r["tool"].startswith("xprof")}
     print(
         "| hosts | tool | wall s | vs xprof | max proc RSS MB | x one host | tree sum RSS MB "
-        "| x one host |"
+        "| x one host | tree sum PSS MB | x one host |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     one_proc, one_tree = base["max_proc_rss"] or 0, base["tree_rss"] or 0
+    one_pss = base["tree_pss"] or 0
     for row in rows:
         ratio = row["seconds"] / xprof[row["hosts"]] if row["hosts"] in xprof else None
         proc = row["max_proc_rss"] or 0
@@ -219,7 +228,8 @@ def _table(rows: list[dict], base: dict) -> None:
             f"| {row['hosts']} | {row['tool']} | {row['seconds']:.1f} | "
             f"{'' if ratio is None else f'{ratio:.2f}x'} | {proc / 1e6:.0f} | "
             f"{proc / one_proc if one_proc else 0:.2f}x | {row['tree_rss'] / 1e6:.0f} | "
-            f"{row['tree_rss'] / one_tree if one_tree else 0:.2f}x |"
+            f"{row['tree_rss'] / one_tree if one_tree else 0:.2f}x | {row['tree_pss'] / 1e6:.0f} | "
+            f"{row['tree_pss'] / one_pss if one_pss else 0:.2f}x |"
         )
 
 
