@@ -75,18 +75,26 @@ class Profile:
     origin_ns: int = 0
     # The cross-host view (``profan.trace.hosts``) when two or more hosts were read.
     hosts: HostsAnalysis | None = None
+    # instruction() lookups: module key -> instruction name -> instruction (built on first use)
+    _instructions: dict[str, dict[str, Instruction]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def unmatched_count(self) -> int:
         return sum(item.count for item in self.unmatched)
 
     def instruction(self, module_key: str, op_name: str) -> Instruction | None:
-        """The HLO instruction an op event was joined to (searching every computation)."""
-        module = self.modules.get(module_key)
-        if module is None:
-            return None
-        for computation in module.computations:
-            found = computation.get(op_name)
-            if found is not None:
-                return found
-        return None
+        """The HLO instruction an op event was joined to (the first computation, in module
+        order, that has an instruction of that name)."""
+        index = self._instructions.get(module_key)
+        if index is None:
+            module = self.modules.get(module_key)
+            if module is None:
+                return None
+            index = {}
+            for computation in module.computations:
+                for candidate in computation.instructions:
+                    index.setdefault(candidate.name, candidate)
+            self._instructions[module_key] = index
+        return index.get(op_name.lstrip("%"))
