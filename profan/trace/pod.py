@@ -30,7 +30,7 @@ import numpy as np
 
 from profan.errors import TraceError
 from profan.trace.discover import Run
-from profan.trace.executors import Progress, map_hosts
+from profan.trace.executors import Progress, map_hosts, release_freed_memory
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
@@ -98,6 +98,7 @@ def load_reduced(
         summarize_file, tasks, sizes, workers=opts.workers, scheduler=scheduler, progress=progress
     )
     chosen = representative(results)
+    release_freed_memory()
     single = LoadOptions(hlo=hlo, workers=1, use_cache=opts.use_cache)
     profile = load_events(str(found.files[chosen.host]), single)
     profile.path, profile.run = str(path), found.name
