@@ -8,7 +8,6 @@ the device planes' stats (which chip it ran on).  ``from_profile`` uses a loaded
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from profan.hlo.model import Module
 from profan.trace.discover import find_run
 from profan.trace.hloproto import decode_hlo_proto, module_from_proto_bytes
 from profan.trace.profile import DeviceInfo, Profile
-from profan.trace.xplane import decode_xspace_view, plane_stats, read_bytes
+from profan.trace.xplane import embedded_programs, open_planes, plane_stats
 
 _MODULE_WITH_ID = re.compile(r"^(.*)\((\d+)\)$")
 _DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
@@ -44,26 +43,6 @@ class TracePrograms:
     path: str = ""
 
 
-def _metadata_programs(plane: Message, where: str) -> Iterable[EmbeddedProgram]:
-    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    for meta in plane.event_metadata.values():
-        data = b""
-        program_id = None
-        for stat in meta.stats:
-            stat_name = names.get(stat.metadata_id)
-            if stat_name == "Hlo Proto":
-                data = stat.bytes_value or stat.str_value.encode()
-            elif stat_name == "program_id":
-                which = stat.WhichOneof("value")
-                program_id = int(getattr(stat, which)) if which else None
-        match = _MODULE_WITH_ID.match(meta.name)
-        name = match.group(1) if match else meta.name
-        if program_id is None and match:
-            program_id = int(match.group(2))
-        if data and program_id is not None:
-            yield EmbeddedProgram(f"{name}({program_id})", name, program_id, data, where)
-
-
 def from_trace(path: str | Path, run: str | None = None) -> TracePrograms:
     """Every program a trace embeds (first host that has it, by program id) and its device."""
     found = find_run(path, run)
@@ -75,19 +54,22 @@ def from_trace(path: str | Path, run: str | None = None) -> TracePrograms:
     for host, file in sorted(found.files.items()):
         if found.formats.get(host) != "xplane":
             continue
-        space = decode_xspace_view(read_bytes(file), str(file))
-        for plane in space.planes:
-            device = _DEVICE_PLANE.match(plane.name)
-            if device:
-                kind = "TPU" if device.group(1) == "TPU" or kind == "TPU" else "GPU"
-                count += 1
-                if not device_stats:
-                    device_stats = plane_stats(plane)
-            elif plane.name == "/host:metadata":
-                for program in _metadata_programs(plane, str(file)):
-                    if program.program_id not in seen:
-                        seen.add(program.program_id)
-                        result.programs.append(program)
+        with open_planes(str(file)) as planes:
+            for plane in planes:
+                device = _DEVICE_PLANE.match(plane.name)
+                if device:
+                    kind = "TPU" if device.group(1) == "TPU" or kind == "TPU" else "GPU"
+                    count += 1
+                    if not device_stats:
+                        device_stats = plane_stats(plane)
+                elif plane.name == "/host:metadata":
+                    for name, program_id, data in embedded_programs(plane):
+                        if program_id not in seen:
+                            seen.add(program_id)
+                            key = f"{name}({program_id})"
+                            result.programs.append(
+                                EmbeddedProgram(key, name, program_id, data, str(file))
+                            )
     if not any(f == "xplane" for f in found.formats.values()):
         raise TraceError(
             str(path),
@@ -125,7 +107,7 @@ def decode(program: EmbeddedProgram, *, use_cache: bool = True) -> tuple[Message
 def from_profile(profile: Profile) -> list[EmbeddedProgram]:
     """The embedded programs of a loaded profile's modules, when the loader kept their bytes
     (``Profile.hlo_protos``); empty otherwise."""
-    kept = getattr(profile, "hlo_protos", None) or {}
+    kept = profile.hlo_protos
     programs = []
     for key, data in kept.items():
         match = _MODULE_WITH_ID.match(key)

@@ -81,7 +81,7 @@ def load_events(
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
-    modules, keys_by_program, keys_by_name = _modules(hosts, hlo, use_cache)
+    modules, keys_by_program, keys_by_name, program_bytes = _modules(hosts, hlo, use_cache)
     for host in hosts:
         if host.graph_kernels:
             _attribute_graph_kernels(host, modules, keys_by_program, keys_by_name, notes)
@@ -148,6 +148,7 @@ def load_events(
         ],
     )
     profile.async_ops = _finish(async_ops, origin_ps) if len(async_ops) else None
+    profile.hlo_protos = program_bytes
     profile.notes = notes
     profile.origin_ns = base_ns + origin_ps // 1000
     if len(with_ops) > 1:
@@ -254,12 +255,14 @@ def _nullable(values: pd.Series) -> pd.Series:
 
 def _modules(
     hosts: list[HostTrace], hlo: Any, use_cache: bool
-) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]]]:
+) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]], dict[str, bytes]]:
     """Modules keyed by name (``--hlo``, which wins) or ``name(program_id)`` (embedded HloProto
-    of the other modules), plus lookups by program id and by module name."""
+    of the other modules), lookups by program id and by module name, and the serialized
+    HloProto of every program that ran, by ``name(program_id)``."""
     modules: dict[str, Module] = {}
     keys_by_program: dict[int, str] = {}
     keys_by_name: dict[str, list[str]] = defaultdict(list)
+    program_bytes: dict[str, bytes] = {}
     if hlo is not None:
         from profan.trace.hlofiles import modules_from_path
 
@@ -289,15 +292,18 @@ def _modules(
                 values = np.concatenate(names) if isinstance(names, list) else names
                 used_names.update(n for n in set(values.tolist()) if isinstance(n, str))
     for program_id, (name, data, where) in sorted(protos.items()):
+        key = f"{name}({program_id})"
+        ran = program_id in used_programs or name in used_names
+        if ran:
+            program_bytes[key] = data  # kept for the memory analysis (its buffer assignment)
         if name in given:
             continue
-        key = f"{name}({program_id})"
         keys_by_name[name].append(key)
         keys_by_program[program_id] = key
-        if program_id not in used_programs and name not in used_names:
+        if not ran:
             continue  # a program that did not run in the profiled window: not converted
         modules[key] = _convert(data, f"{where}: HloProto of {key}", use_cache)
-    return modules, keys_by_program, keys_by_name
+    return modules, keys_by_program, keys_by_name, program_bytes
 
 
 def _convert(data: bytes, where: str, use_cache: bool) -> Module:

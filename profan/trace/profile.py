@@ -75,6 +75,9 @@ class Profile:
     origin_ns: int = 0
     # The cross-host view (``profan.trace.hosts``) when two or more hosts were read.
     hosts: HostsAnalysis | None = None
+    # The serialized HloProto (module and buffer assignment) of every program that ran, by
+    # ``name(program_id)``: what the memory analysis reads, so it never reads the trace again.
+    hlo_protos: dict[str, bytes] = field(default_factory=dict, repr=False)
     # instruction() lookups: module key -> instruction name -> instruction (built on first use)
     _instructions: dict[str, dict[str, Instruction]] = field(
         default_factory=dict, compare=False, repr=False

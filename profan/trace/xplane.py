@@ -46,11 +46,13 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
 from profan.errors import TraceError
 from profan.trace.gpu import read_gpu_plane
@@ -93,22 +95,16 @@ def read_bytes(path: Path | RemotePath) -> bytes:
     return data
 
 
-def decode_xspace_view(data: bytes, path: str) -> Message:
-    if not data:
-        raise TraceError(path, "the file is empty")
-    try:
-        space = _classes()["tensorflow.profiler.XSpaceView"].FromString(data)
-    except DecodeError as error:
-        raise TraceError(
-            path, f"not a readable XSpace protobuf (damaged or truncated?): {error}"
-        ) from None
-    if not space.planes:
-        raise TraceError(path, "the XSpace holds no planes")
-    return space
-
-
 def read_host(path: str, host: str) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
+    with open_planes(path) as planes:
+        return _read_planes(planes, host, path)
+
+
+@contextmanager
+def open_planes(path: str) -> Iterator[list[Plane]]:
+    """The planes of one xplane file, each decoded without its lines (``profan.trace.space``):
+    a local plain file is read with seeks while the context is open."""
     file = as_path(path)
     local = isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
     try:
@@ -116,7 +112,28 @@ def read_host(path: str, host: str) -> HostTrace:
     except OSError as error:
         raise TraceError(path, f"cannot read: {error.strerror}") from None
     with stream:
-        return _read_planes(read_planes(stream, path), host, path)
+        yield read_planes(stream, path)
+
+
+def embedded_programs(plane: Plane) -> Iterator[tuple[str, int, bytes]]:
+    """(module name, program id, serialized HloProto) of every program a ``/host:metadata``
+    plane embeds (its event metadata ``name(program_id)`` with an ``Hlo Proto`` stat)."""
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    for meta in plane.event_metadata.values():
+        proto = None
+        program_id = None
+        for stat in meta.stats:
+            name = names.get(stat.metadata_id)
+            if name == "Hlo Proto":
+                proto = stat.bytes_value or stat.str_value.encode()
+            elif name == "program_id":
+                program_id = int(_stat_value(stat, names))
+        match = _MODULE_WITH_ID.match(meta.name)
+        module_name = match.group(1) if match else meta.name
+        if program_id is None and match:
+            program_id = int(match.group(2))
+        if proto and program_id is not None:
+            yield module_name, program_id, proto
 
 
 def _is_plain(file: Path) -> bool:
@@ -174,23 +191,9 @@ def _read_planes(planes: list[Plane], host: str, path: str) -> HostTrace:
 
 
 def _read_metadata(plane: Plane, trace: HostTrace) -> None:
-    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    for meta in plane.event_metadata.values():
-        proto = None
-        program_id = None
-        for stat in meta.stats:
-            name = names.get(stat.metadata_id)
-            if name == "Hlo Proto":
-                proto = stat.bytes_value or stat.str_value.encode()
-            elif name == "program_id":
-                program_id = int(_stat_value(stat, names))
-        match = _MODULE_WITH_ID.match(meta.name)
-        module_name = match.group(1) if match else meta.name
-        if program_id is None and match:
-            program_id = int(match.group(2))
-        if proto and program_id is not None:
-            trace.hlo_protos[program_id] = (module_name, proto)
-            trace.module_names[program_id] = module_name
+    for module_name, program_id, proto in embedded_programs(plane):
+        trace.hlo_protos[program_id] = (module_name, proto)
+        trace.module_names[program_id] = module_name
 
 
 def _read_tpu_plane(
@@ -392,7 +395,8 @@ __all__ = [
     "NA_INT",
     "PROGRAM_NA",
     "HostTrace",
-    "decode_xspace_view",
+    "embedded_programs",
+    "open_planes",
     "plane_stats",
     "read_bytes",
     "read_host",
