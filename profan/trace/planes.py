@@ -231,9 +231,17 @@ class _OpColumns:
             self.parts[name].append(value)
 
     def finish(self) -> dict[str, np.ndarray]:
-        if not self.parts["start_ps"]:
+        """The columns, each concatenated once; a column's parts are dropped as soon as it is
+        built, so the host's events are never held twice over (the read's peak)."""
+        parts, self.parts = self.parts, {name: [] for name in self.NAMES}
+        if not parts["start_ps"]:
             return {}
-        return {name: np.concatenate(parts) for name, parts in self.parts.items()}
+        columns: dict[str, np.ndarray] = {}
+        for name in self.NAMES:
+            pieces = parts.pop(name)
+            columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            del pieces
+        return columns
 
 
 def _line_times(line: Message, events: EventArrays, base_ns: int) -> np.ndarray:

@@ -66,7 +66,7 @@ def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tupl
         return (error.path, error.reason)
     summary = summarize_host(host, profile.ops, profile.origin_ns, profile.modules)
     durations = profile.steps["duration_s"].to_numpy(dtype=float) if len(profile.steps) else []
-    return HostResult(
+    result = HostResult(
         host=host,
         summary=summary,
         step_time_median_s=float(np.median(durations)) if len(durations) else 0.0,
@@ -74,6 +74,9 @@ def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tupl
         devices=profile.device.count,
         events=len(profile.ops),
     )
+    del profile
+    release_freed_memory()  # the next host read in this process starts from a trimmed heap
+    return result
 
 
 def representative(results: list[HostResult]) -> HostResult:
