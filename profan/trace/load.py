@@ -35,16 +35,18 @@ from profan.trace.xplane import read_host
 MAX_EXAMPLES = 5
 
 
-def _read_one(task: tuple[str, str, str]) -> HostTrace:
-    path, host, fmt = task
+def _read_one(task: tuple[str, str, str, frozenset[str] | None]) -> HostTrace:
+    path, host, fmt, keep = task
     if fmt == "xplane":
-        return read_host(path, host)
+        return read_host(path, host, keep)
     from profan.trace.jsontrace import read_host_json
 
     return read_host_json(path, host)
 
 
-def _read_in_worker(task: tuple[str, str, str]) -> HostTrace | tuple[str, str]:
+def _read_in_worker(
+    task: tuple[str, str, str, frozenset[str] | None],
+) -> HostTrace | tuple[str, str]:
     # TraceError does not survive pickling (its constructor takes two arguments): send it back
     # as (path, reason) and raise it again in the parent.
     try:
@@ -74,7 +76,10 @@ def load_events(
     sizes = sizes_of(found)
     progress = progress or Progress(len(sizes), sum(sizes), False)
     scheduler = scheduler_address(opts.scheduler)
-    tasks = [(str(file), host, found.formats[host]) for host, file in sorted(found.files.items())]
+    keep = _raw_columns(columns)
+    tasks = [
+        (str(file), host, found.formats[host], keep) for host, file in sorted(found.files.items())
+    ]
     hosts = map_hosts(
         _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
     )
@@ -178,16 +183,23 @@ _SOURCES = {
 _JOIN_SOURCES = ("program_id", "module", "op_name", "device", "run_id", "duration_ps")  # + steps
 
 
+def _raw_columns(wanted: tuple[str, ...] | None) -> frozenset[str] | None:
+    """The readers' columns that the table's ``wanted`` columns (and the join and the steps)
+    are built from; None: all of them."""
+    if wanted is None:
+        return None
+    keep = {"start_ps", *_JOIN_SOURCES}
+    for name in wanted:
+        keep.update(_SOURCES.get(name, (name,)))
+    return frozenset(keep)
+
+
 def _frame(
     parts: list[tuple[HostTrace, dict[str, np.ndarray]]],
     base_ns: int,
     wanted: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
-    keep = None
-    if wanted is not None:
-        keep = {"start_ps", *_JOIN_SOURCES}
-        for name in wanted:
-            keep.update(_SOURCES.get(name, (name,)))
+    keep = _raw_columns(wanted)
     frames = []
     for host, columns in parts:
         if not columns:

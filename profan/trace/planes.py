@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,8 +199,11 @@ class _OpColumns:
         "line",
     )
 
-    def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.NAMES}
+    def __init__(self, keep: Collection[str] | None = None) -> None:
+        # ``keep``: only these columns are accumulated (a caller that reads a few columns of a
+        # large host never holds the others); all of ``NAMES`` when None.
+        self.names = self.NAMES if keep is None else tuple(n for n in self.NAMES if n in keep)
+        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.names}
 
     def add(self, **columns: np.ndarray) -> None:
         count = len(columns["start_ps"])
@@ -216,7 +220,7 @@ class _OpColumns:
             "op_name": None,
             "device": NA_INT,
         }
-        for name in self.NAMES:
+        for name in self.names:
             value = columns.get(name)
             if value is None:
                 default = defaults[name]
@@ -233,11 +237,11 @@ class _OpColumns:
     def finish(self) -> dict[str, np.ndarray]:
         """The columns, each concatenated once; a column's parts are dropped as soon as it is
         built, so the host's events are never held twice over (the read's peak)."""
-        parts, self.parts = self.parts, {name: [] for name in self.NAMES}
+        parts, self.parts = self.parts, {name: [] for name in self.names}
         if not parts["start_ps"]:
             return {}
         columns: dict[str, np.ndarray] = {}
-        for name in self.NAMES:
+        for name in self.names:
             pieces = parts.pop(name)
             columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
             del pieces

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,10 +95,11 @@ def read_bytes(path: Path | RemotePath) -> bytes:
     return data
 
 
-def read_host(path: str, host: str) -> HostTrace:
-    """Decode one host's xplane file (runs in a worker process for multi-host runs)."""
+def read_host(path: str, host: str, keep: Collection[str] | None = None) -> HostTrace:
+    """Decode one host's xplane file (runs in a worker process for multi-host runs);
+    ``keep``: the op columns to build (all when None)."""
     with open_planes(path) as planes:
-        return _read_planes(planes, host, path)
+        return _read_planes(planes, host, path, keep)
 
 
 @contextmanager
@@ -145,7 +146,9 @@ def _is_plain(file: Path) -> bool:
         raise TraceError(str(file), f"cannot read: {error.strerror}") from None
 
 
-def _read_planes(planes: list[Plane], host: str, path: str) -> HostTrace:
+def _read_planes(
+    planes: list[Plane], host: str, path: str, keep: Collection[str] | None = None
+) -> HostTrace:
     trace = HostTrace(host=host, path=path, planes=[plane.name for plane in planes])
     device_planes = []
     host_plane = None
@@ -167,7 +170,7 @@ def _read_planes(planes: list[Plane], host: str, path: str) -> HostTrace:
         timestamps += [line.timestamp_ns for line in host_plane.lines if line.has_events]
     trace.base_ns = min(timestamps, default=0)
 
-    builder = _OpColumns()
+    builder = _OpColumns(keep)
     async_builder = _OpColumns()
     runs = _OpColumns()
     if device_planes:
