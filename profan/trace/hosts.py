@@ -37,7 +37,11 @@ STRAGGLER_SHARE = 0.05  # of the median step time
 STRAGGLER_FLOOR_S = 100e-6
 
 
-@dataclass(slots=True)
+def _no_collectives() -> np.ndarray:
+    return np.zeros((0, 5), dtype=np.int64)
+
+
+@dataclass(slots=True, eq=False)
 class HostSummary:
     """What the cross-host view needs of one host (times: integer ns on the host's own clock)."""
 
@@ -45,11 +49,38 @@ class HostSummary:
     devices: list[int]
     # step -> (first op start, last op end) over the host's devices
     step_windows: dict[int, tuple[int, int]] = field(default_factory=dict)
-    # (step, op name, occurrence in the step) -> (earliest start, latest end) over its devices
-    collectives: dict[tuple[int, str, int], tuple[int, int]] = field(default_factory=dict)
+    # Every collective the host ran in a step, one row each: step, index into
+    # ``collective_ops``, occurrence in the step, earliest start, latest end (over its devices).
+    # An int64 table, not a dict of tuples: a pod's parent holds one summary per host while the
+    # map runs, and the table is about a tenth of the size.
+    collective_table: np.ndarray = field(default_factory=_no_collectives)
+    collective_ops: tuple[str, ...] = ()
     op_time_s: float = 0.0  # op time summed over the host's devices
     busy_s: float = 0.0  # per device, time covered by ops (union), summed over devices
     span_s: float = 0.0  # per device, first op start to last op end, summed over devices
+
+    @property
+    def collectives(self) -> dict[tuple[int, str, int], tuple[int, int]]:
+        """(step, op name, occurrence in the step) -> (earliest start, latest end)."""
+        names = self.collective_ops
+        return {
+            (step, names[op], k): (start, end)
+            for step, op, k, start, end in self.collective_table.tolist()
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HostSummary):
+            return NotImplemented
+        return (self.host, self.devices, self.step_windows, self.collectives) == (
+            other.host,
+            other.devices,
+            other.step_windows,
+            other.collectives,
+        ) and (self.op_time_s, self.busy_s, self.span_s) == (
+            other.op_time_s,
+            other.busy_s,
+            other.span_s,
+        )
 
 
 @dataclass(slots=True)
@@ -178,11 +209,18 @@ def summarize_host(
         # The k-th execution of an op in a step, counted per device, is one collective.
         rows["k"] = rows.groupby(["step", "device", "op"]).cumcount()
         spans = rows.groupby(["step", "op", "k"]).agg(start=("start", "min"), end=("end", "max"))
-        for (number, op, k), span in spans.iterrows():
-            summary.collectives[(int(number), str(op), int(k))] = (
-                int(span["start"]),
-                int(span["end"]),
-            )
+        ops_of_rows = spans.index.get_level_values("op").astype(str)
+        names, op_index = np.unique(ops_of_rows.to_numpy(), return_inverse=True)
+        summary.collective_ops = tuple(str(name) for name in names)
+        summary.collective_table = np.column_stack(
+            [
+                spans.index.get_level_values("step").to_numpy(dtype=np.int64),
+                op_index.astype(np.int64),
+                spans.index.get_level_values("k").to_numpy(dtype=np.int64),
+                spans["start"].to_numpy(dtype=np.int64),
+                spans["end"].to_numpy(dtype=np.int64),
+            ]
+        )
     return summary
 
 
@@ -196,11 +234,15 @@ def analyse_hosts(summaries: list[HostSummary]) -> HostsAnalysis | None:
     if len(summaries) < 2:
         return None
     names = [s.host for s in summaries]
-    shared = set.intersection(*(set(s.collectives) for s in summaries))
+    # Decoded once here (the reduce side), not held as dicts while the map runs.
+    collectives = {s.host: s.collectives for s in summaries}
+    shared = set.intersection(*(set(table) for table in collectives.values()))
     # Clock offsets from the ends of shared collectives (see the module docstring).
     offsets = {name: 0 for name in names}
     if shared:
-        ends = np.array([[s.collectives[key][1] for key in sorted(shared)] for s in summaries])
+        ends = np.array(
+            [[collectives[s.host][key][1] for key in sorted(shared)] for s in summaries]
+        )
         reference = np.median(ends, axis=0)
         for index, name in enumerate(names):
             offsets[name] = int(np.median(ends[index] - reference))
@@ -223,12 +265,16 @@ def analyse_hosts(summaries: list[HostSummary]) -> HostsAnalysis | None:
         keys = sorted(key for key in shared if key[0] == number)
         if not keys:
             continue
-        first = min(keys, key=lambda key: np.median([s.collectives[key][0] for s in summaries]))
+        first = min(
+            keys, key=lambda key: np.median([collectives[s.host][key][0] for s in summaries])
+        )
         for s in summaries:
-            arrivals[s.host][number] = s.collectives[first][0] - offsets[s.host]
+            arrivals[s.host][number] = collectives[s.host][first][0] - offsets[s.host]
         total = 0.0
         for key in keys:
-            durations = [s.collectives[key][1] - s.collectives[key][0] for s in summaries]
+            durations = [
+                collectives[s.host][key][1] - collectives[s.host][key][0] for s in summaries
+            ]
             total += sum(d - min(durations) for d in durations) / 1e9
         waits[number] = total
     rows = []
