@@ -108,6 +108,7 @@ def test_map_summary_equals_the_summary_of_every_event(fixtures_dir: Path) -> No
     for file in files:
         result = summarize_file((str(file), file.name, None, False))
         full = load.load_events(file, profan.trace.LoadOptions(workers=1, use_cache=False))
-        assert result.summary == summarize_host(file.name, full.ops, full.origin_ns, full.modules)
+        every_event = summarize_host(file.name, full.ops, full.origin_ns, full.instruction)
+        assert result.summary == every_event
         assert result.summary.collectives and result.summary.step_windows
         assert result.events == len(full.ops)

@@ -98,7 +98,6 @@ def _map_with_parent(
     to ``count`` hosts being read, not ``count`` hosts plus an idle interpreter.  The pool is
     kept full first, so a worker never waits for the parent's task.
     """
-    pending = iter(range(len(tasks)))
     in_flight: dict[Future[Any], int] = {}
 
     def collect(done: Iterable[Future[Any]]) -> None:
@@ -108,7 +107,7 @@ def _map_with_parent(
             progress.step(sizes[index])
 
     with ProcessPoolExecutor(max_workers=max(1, count - 1)) as pool:
-        for index in pending:
+        for index in range(len(tasks)):
             if len(in_flight) < count - 1:
                 in_flight[pool.submit(function, tasks[index])] = index
                 continue

@@ -24,14 +24,18 @@ shared collectives beyond what the fastest host spent in them: the time they wai
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from profan.hlo.model import Module
+from profan.hlo.model import Instruction
 from profan.hlo.opcodes import COLLECTIVE_OPCODES
+
+# (module key, op name) -> the instruction the op ran (``Profile.instruction``)
+InstructionLookup = Callable[[str, str], Instruction | None]
 
 STRAGGLER_SHARE = 0.05  # of the median step time
 STRAGGLER_FLOOR_S = 100e-6
@@ -142,7 +146,7 @@ class HostsAnalysis:
         }
 
 
-def _collective_ops(ops: pd.DataFrame, modules: dict[str, Module]) -> np.ndarray:
+def _collective_ops(ops: pd.DataFrame, instruction_of: InstructionLookup) -> np.ndarray:
     """Rows whose instruction is a collective (or the done of an async one)."""
     opcodes: dict[tuple[str, str], str | None] = {}
     keys = ops["module_key"].astype(object).to_numpy()
@@ -150,14 +154,9 @@ def _collective_ops(ops: pd.DataFrame, modules: dict[str, Module]) -> np.ndarray
     found = np.zeros(len(ops), dtype=bool)
     for index, (key, name) in enumerate(zip(keys, names, strict=True)):
         if (key, name) not in opcodes:
-            opcode = None
-            module = modules.get(key) if isinstance(key, str) else None
-            if module is not None and isinstance(name, str):
-                for computation in module.computations:
-                    instruction = computation.get(name)
-                    if instruction is not None:
-                        opcode = instruction.opcode
-                        break
+            known = isinstance(key, str) and isinstance(name, str)
+            instruction = instruction_of(key, name) if known else None
+            opcode = instruction.opcode if instruction is not None else None
             role = COLLECTIVE_OPCODES.get(opcode or "", (None, None))[1]
             opcodes[(key, name)] = opcode if role in ("sync", "async-done") else None
         found[index] = opcodes[(key, name)] is not None
@@ -165,9 +164,10 @@ def _collective_ops(ops: pd.DataFrame, modules: dict[str, Module]) -> np.ndarray
 
 
 def summarize_host(
-    host: str, ops: pd.DataFrame, origin_ns: int, modules: dict[str, Module]
+    host: str, ops: pd.DataFrame, origin_ns: int, instruction_of: InstructionLookup
 ) -> HostSummary:
-    """One host's events (rows of ``Profile.ops``) reduced to its ``HostSummary``."""
+    """One host's events (rows of ``Profile.ops``) reduced to its ``HostSummary``;
+    ``instruction_of``: ``Profile.instruction`` (module key, op name -> its instruction)."""
     devices = sorted(int(d) for d in ops["device"].dropna().unique())
     summary = HostSummary(host=host, devices=devices)
     if ops.empty:
@@ -195,7 +195,7 @@ def summarize_host(
         frame.groupby("step").agg(start=("start", "min"), end=("end", "max")).iterrows()
     ):
         summary.step_windows[int(number)] = (int(window["start"]), int(window["end"]))
-    collective = _collective_ops(ops, modules) & has_step
+    collective = _collective_ops(ops, instruction_of) & has_step
     if collective.any():
         rows = pd.DataFrame(
             {

@@ -104,7 +104,7 @@ def load_events(
     kind = with_ops[0].kind or "CPU"
 
     base_ns = min(h.base_ns for h in with_ops)
-    ops = _frame([(h, h.ops) for h in with_ops], base_ns, columns)
+    ops = _frame([(h, h.ops) for h in with_ops], base_ns, keep)
     async_ops = (
         _frame([(h, h.async_ops) for h in with_ops if h.async_ops], base_ns)
         if columns is None
@@ -159,7 +159,7 @@ def load_events(
     if len(with_ops) > 1:
         profile.hosts = analyse_hosts(
             [
-                summarize_host(str(host), rows, profile.origin_ns, modules)
+                summarize_host(str(host), rows, profile.origin_ns, profile.instruction)
                 for host, rows in profile.ops.groupby("host", observed=True, sort=True)
             ]
         )
@@ -197,9 +197,10 @@ def _raw_columns(wanted: tuple[str, ...] | None) -> frozenset[str] | None:
 def _frame(
     parts: list[tuple[HostTrace, dict[str, np.ndarray]]],
     base_ns: int,
-    wanted: tuple[str, ...] | None = None,
+    keep: frozenset[str] | None = None,
 ) -> pd.DataFrame:
-    keep = _raw_columns(wanted)
+    """The hosts' reader columns as one frame sorted by start time (only ``keep``'s columns,
+    from ``_raw_columns``; all when None)."""
     frames = []
     for host, columns in parts:
         if not columns:

@@ -64,7 +64,7 @@ def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tupl
         )
     except TraceError as error:
         return (error.path, error.reason)
-    summary = summarize_host(host, profile.ops, profile.origin_ns, profile.modules)
+    summary = summarize_host(host, profile.ops, profile.origin_ns, profile.instruction)
     durations = profile.steps["duration_s"].to_numpy(dtype=float) if len(profile.steps) else []
     result = HostResult(
         host=host,
@@ -101,7 +101,6 @@ def load_reduced(
         summarize_file, tasks, sizes, workers=opts.workers, scheduler=scheduler, progress=progress
     )
     chosen = representative(results)
-    release_freed_memory()
     single = LoadOptions(hlo=hlo, workers=1, use_cache=opts.use_cache)
     profile = load_events(str(found.files[chosen.host]), single)
     profile.path, profile.run = str(path), found.name
