@@ -206,8 +206,8 @@ def test_fields_in_any_order(specs: list[dict], rnd) -> None:
 def test_lines_decoded_in_chunks_equal_whole_lines(
     fixtures_dir: Path, trace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Chunks of 7 events: every line of these real traces is cut many times, at odd places, so
-    # concat_events must shift positions, event numbers and string offsets right.
+    # Chunks of 7 events: every line of these real traces is cut many times, at odd places, and
+    # each chunk is read on its own: the tables must not change.
     import importlib
 
     import pandas as pd

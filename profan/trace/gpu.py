@@ -14,7 +14,7 @@ from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
     HostTrace,
-    _decode_line,
+    _line_chunks,
     _line_times,
     _OpColumns,
     _PlaneStats,
@@ -37,25 +37,27 @@ def read_gpu_plane(
     for line in plane.lines:
         if not line.has_events:
             continue
-        events = _decode_line(line, path, wanted_stats=wanted, require_stats=[hlo_op])
-        if not len(events):
-            continue
-        count = len(events)
-        parts["start"].append(_line_times(line, events, trace.base_ns))
-        parts["duration"].append(events.duration_ps)
-        parts["name"].append(stats.strings(events, "hlo_op", np.full(count, None, dtype=object)))
-        parts["module"].append(
-            stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
-        )
-        parts["program"].append(
-            stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
-        )
-        parts["around"].append(
-            stats.ints(events, "unique_hlo_op_id", np.full(count, NA_INT, dtype=np.int64))
-        )
-        keys, inverse = np.unique(events.metadata_id, return_inverse=True)
-        kernel_names = [_event_name(plane, int(key)) for key in keys]
-        parts["kernel"].append(np.array(kernel_names, dtype=object)[inverse])
+        for events in _line_chunks(line, path, wanted_stats=wanted, require_stats=[hlo_op]):
+            if not len(events):
+                continue
+            count = len(events)
+            parts["start"].append(_line_times(line, events, trace.base_ns))
+            parts["duration"].append(events.duration_ps)
+            parts["name"].append(
+                stats.strings(events, "hlo_op", np.full(count, None, dtype=object))
+            )
+            parts["module"].append(
+                stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
+            )
+            parts["program"].append(
+                stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
+            )
+            parts["around"].append(
+                stats.ints(events, "unique_hlo_op_id", np.full(count, NA_INT, dtype=np.int64))
+            )
+            keys, inverse = np.unique(events.metadata_id, return_inverse=True)
+            kernel_names = [_event_name(plane, int(key)) for key in keys]
+            parts["kernel"].append(np.array(kernel_names, dtype=object)[inverse])
     if not parts:
         return
     columns = {name: np.concatenate(values) for name, values in parts.items()}

@@ -21,7 +21,12 @@ from profan.errors import TraceError
 from profan.hlo.model import Module
 from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
 from profan.trace.discover import Run, find_run
-from profan.trace.executors import Progress, map_hosts, scheduler_address
+from profan.trace.executors import (
+    Progress,
+    map_hosts,
+    scheduler_address,
+    trim_heap,
+)
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
@@ -83,6 +88,7 @@ def load_events(
     hosts = map_hosts(
         _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
     )
+    trim_heap()  # the readers' temporaries, before the tables are built
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
@@ -130,18 +136,24 @@ def load_events(
             label=" (async span)",
         )
 
+    trim_heap()
     steps = assign_steps(ops, hosts, base_ns, origin_ps, notes)
+    trim_heap()
     if len(async_ops):
         async_ops["step"] = pd.array([pd.NA] * len(async_ops), dtype="Int64")
         if len(steps):
             steps_by_time(async_ops, steps, origin_ps)
 
+    device = _device_info(kind, hosts, ops)
+    table = _finish(ops, origin_ps, columns)
+    del ops  # the reader-level frame: the public table replaces it
+    trim_heap()
     profile = Profile(
         path=str(path),
         run=found.name,
-        ops=_finish(ops, origin_ps, columns),
+        ops=table,
         steps=finish_steps(steps, origin_ps),
-        device=_device_info(kind, hosts, ops),
+        device=device,
         modules=modules,
         unmatched=[
             Unmatched(
@@ -200,26 +212,38 @@ def _frame(
     keep: frozenset[str] | None = None,
 ) -> pd.DataFrame:
     """The hosts' reader columns as one frame sorted by start time (only ``keep``'s columns,
-    from ``_raw_columns``; all when None)."""
-    frames = []
-    for host, columns in parts:
-        if not columns:
-            continue
-        shift = (host.base_ns - base_ns) * 1000
-        data = {
-            name: values
-            for name, values in columns.items()
-            if name != "start_ps" and (keep is None or name in keep)
-        }
-        data["_start_ps"] = columns["start_ps"] + shift
-        frame = pd.DataFrame(data, copy=False)
-        frame.insert(0, "host", host.host)
-        frame.insert(2, "device_kind", host.kind or "CPU")
-        frames.append(frame)
-    if not frames:
+    from ``_raw_columns``; all when None).  Each reader column is taken out of its host's dict
+    as the frame takes it, so no column is held twice (a host's columns are most of the
+    memory of reading it)."""
+    parts = [(host, columns) for host, columns in parts if columns]
+    if not parts:
         return pd.DataFrame()
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    return frame.sort_values("_start_ps", kind="stable").reset_index(drop=True)
+    names = list(dict.fromkeys(name for _, columns in parts for name in columns))
+    names = [n for n in names if n != "start_ps" and (keep is None or n in keep)]
+    counts = [len(columns["start_ps"]) for _, columns in parts]
+    starts = _joined([columns.pop("start_ps") + (host.base_ns - base_ns) * 1000
+                      for host, columns in parts])  # fmt: skip
+    order = np.argsort(starts, kind="stable")
+    data = {
+        "host": np.repeat(np.array([host.host for host, _ in parts], dtype=object), counts),
+        "device_kind": np.repeat(
+            np.array([host.kind or "CPU" for host, _ in parts], dtype=object), counts
+        ),
+    }
+    for name in names:
+        pieces = [
+            columns.pop(name) if name in columns else np.full(count, None, dtype=object)
+            for (_, columns), count in zip(parts, counts, strict=True)
+        ]
+        data[name] = _joined(pieces)
+    data["_start_ps"] = starts
+    for name, values in data.items():
+        data[name] = values[order]  # the unsorted column is freed here
+    return pd.DataFrame(data, copy=False)
+
+
+def _joined(pieces: list[np.ndarray]) -> np.ndarray:
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def _finish(
@@ -247,8 +271,12 @@ def _finish(
         "kernel_count": lambda: frame["kernel_count"],
     }
     names = tuple(OP_DTYPES) if columns is None else tuple(n for n in OP_DTYPES if n in columns)
-    out = pd.DataFrame({name: build[name]() for name in names})
-    out = out.astype({name: OP_DTYPES[name] for name in names})
+    # Column by column, each converted once and taken as it is (a whole-frame constructor and
+    # astype would copy every column twice more while the reader's frame is still held).
+    out = pd.DataFrame(
+        {name: pd.Series(build[name](), copy=False).astype(OP_DTYPES[name]) for name in names},
+        copy=False,
+    )
     assert columns is not None or tuple(out.columns[: len(OP_COLUMNS)]) == OP_COLUMNS
     return out
 
@@ -417,16 +445,26 @@ def _join(
         )
         module[missing_name] = fill
     frame["module"] = module
-    # Distinct (program, module, op) triples: factorize each column, combine the codes.
-    program_codes, program_values = pd.factorize(program)
-    module_codes, module_values = pd.factorize(module, use_na_sentinel=False)
+    # Distinct (program, module, op) triples: factorize each column, combine the codes (in
+    # place: on a big host each full-length temporary is megabytes).
+    combined, program_values = pd.factorize(program)
+    combined = combined.astype(np.int64, copy=False)
+    del program, module
+    module_codes, module_values = pd.factorize(
+        frame["module"].to_numpy(dtype=object), use_na_sentinel=False
+    )
+    combined *= len(module_values) + 1
+    combined += module_codes
+    del module_codes
     op_codes, op_values = pd.factorize(
         frame["op_name"].to_numpy(dtype=object), use_na_sentinel=False
     )
-    combined = (program_codes.astype(np.int64) * (len(module_values) + 1) + module_codes) * (
-        len(op_values) + 1
-    ) + op_codes
-    unique_combined, codes = np.unique(combined, return_inverse=True)
+    combined *= len(op_values) + 1
+    combined += op_codes
+    del op_codes
+    # sort=True: the uniques in np.unique's order, without its full-length sorted copies
+    codes, unique_combined = pd.factorize(combined, sort=True)
+    del combined
     op_part = unique_combined % (len(op_values) + 1)
     module_part = (unique_combined // (len(op_values) + 1)) % (len(module_values) + 1)
     program_part = unique_combined // ((len(op_values) + 1) * (len(module_values) + 1))

@@ -25,7 +25,10 @@ def assign_steps(
     notes: list[str],
 ) -> pd.DataFrame:
     """Give every op a step; return the steps table (step, start_ps, end_ps, duration_ps)."""
-    ops["step"] = pd.array(np.full(len(ops), pd.NA), dtype="Int64")
+    # All <NA> to begin with (built from a mask: an object array of NA would cost 8 B a row).
+    ops["step"] = pd.arrays.IntegerArray(
+        np.zeros(len(ops), dtype=np.int64), np.ones(len(ops), dtype=bool)
+    )
     marks = []
     for host in hosts:
         shift = (host.base_ns - base_ns) * 1000

@@ -82,43 +82,6 @@ class EventArrays:
         return self.buffer[start : start + int(self.stat_len[index])]
 
 
-def concat_events(parts: list[EventArrays], chunk_sizes: list[int]) -> EventArrays:
-    """Decoded chunks of one line's events (``chunk_sizes`` events each) as one
-    ``EventArrays``: positions, event numbers and string offsets shifted to the whole line."""
-    if len(parts) == 1:
-        return parts[0]
-    event_base = np.cumsum([0] + [len(p) for p in parts[:-1]])
-    index_base = np.cumsum([0, *chunk_sizes[:-1]])
-    buffer_base = np.cumsum([0] + [len(p.buffer) for p in parts[:-1]])
-
-    def joined(name: str, shift: np.ndarray | None = None) -> np.ndarray:
-        arrays = [getattr(p, name) for p in parts]
-        if shift is not None:
-            arrays = [a + s for a, s in zip(arrays, shift, strict=True)]
-        return np.concatenate(arrays)
-
-    sized = [np.isin(p.stat_kind, (KIND_STR, KIND_BYTES, KIND_GZIP)) for p in parts]
-    stat_int = np.concatenate(
-        [
-            np.where(mask, part.stat_int + base, part.stat_int)
-            for part, mask, base in zip(parts, sized, buffer_base, strict=True)
-        ]
-    )
-    return EventArrays(
-        joined("index", index_base),
-        joined("metadata_id"),
-        joined("offset_ps"),
-        joined("duration_ps"),
-        joined("stat_event", event_base),
-        joined("stat_metadata_id"),
-        joined("stat_kind"),
-        stat_int,
-        joined("stat_double"),
-        joined("stat_len"),
-        b"".join(p.buffer for p in parts),
-    )
-
-
 def _read_varint(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Varints starting at each ``pos``: (values as int64 bit patterns, positions after them)."""
     byte = buf[pos]

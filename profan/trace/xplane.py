@@ -60,7 +60,7 @@ from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
     HostTrace,
-    _decode_line,
+    _line_chunks,
     _line_times,
     _metadata_stats,
     _OpColumns,
@@ -229,51 +229,51 @@ def _read_tpu_plane(
             continue
         if not line.has_events:
             continue
-        events = _decode_line(line, path, wanted_stats=stat_ids)
-        count = len(events)
-        start = _line_times(line, events, trace.base_ns)
-        if line.name == "XLA Modules":
-            names = np.empty(count, dtype=object)
-            program = np.full(count, PROGRAM_NA, dtype=np.uint64)
-            for key in np.unique(events.metadata_id):
-                meta = plane.event_metadata.get(int(key))
-                name = meta.name if meta is not None else str(key)
-                match = _MODULE_WITH_ID.match(name)
-                hit = events.metadata_id == key
-                names[hit] = match.group(1) if match else name
-                if match:
-                    program[hit] = int(match.group(2))
-                    trace.module_names.setdefault(int(match.group(2)), match.group(1))
-            runs.add(
+        for events in _line_chunks(line, path, wanted_stats=stat_ids):
+            count = len(events)
+            start = _line_times(line, events, trace.base_ns)
+            if line.name == "XLA Modules":
+                names = np.empty(count, dtype=object)
+                program = np.full(count, PROGRAM_NA, dtype=np.uint64)
+                for key in np.unique(events.metadata_id):
+                    meta = plane.event_metadata.get(int(key))
+                    name = meta.name if meta is not None else str(key)
+                    match = _MODULE_WITH_ID.match(name)
+                    hit = events.metadata_id == key
+                    names[hit] = match.group(1) if match else name
+                    if match:
+                        program[hit] = int(match.group(2))
+                        trace.module_names.setdefault(int(match.group(2)), match.group(1))
+                runs.add(
+                    device=np.full(count, ordinal, dtype=np.int64),
+                    module=names,
+                    program_id=program,
+                    start_ps=start,
+                    duration_ps=events.duration_ps,
+                    run_id=stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64)),
+                )
+                continue
+            if line.name == "Steps":
+                numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
+                for index in range(count):
+                    number = int(numbers[index])
+                    if number == NA_INT:
+                        meta = plane.event_metadata.get(int(events.metadata_id[index]))
+                        name = meta.name if meta is not None else ""
+                        number = int(name) if name.isdigit() else NA_INT
+                    if number != NA_INT:
+                        end = int(start[index] + events.duration_ps[index])
+                        trace.step_marks.append((number, int(start[index]), end, "Steps line"))
+                continue
+            columns = _columns_with_metadata(plane, stats, events, meta_stats)
+            target = ops if line.name == "XLA Ops" else async_ops
+            target.add(
                 device=np.full(count, ordinal, dtype=np.int64),
-                module=names,
-                program_id=program,
                 start_ps=start,
                 duration_ps=events.duration_ps,
-                run_id=stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64)),
+                line=line.name,
+                **columns,
             )
-            continue
-        if line.name == "Steps":
-            numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
-            for index in range(count):
-                number = int(numbers[index])
-                if number == NA_INT:
-                    meta = plane.event_metadata.get(int(events.metadata_id[index]))
-                    name = meta.name if meta is not None else ""
-                    number = int(name) if name.isdigit() else NA_INT
-                if number != NA_INT:
-                    end = int(start[index] + events.duration_ps[index])
-                    trace.step_marks.append((number, int(start[index]), end, "Steps line"))
-            continue
-        columns = _columns_with_metadata(plane, stats, events, meta_stats)
-        target = ops if line.name == "XLA Ops" else async_ops
-        target.add(
-            device=np.full(count, ordinal, dtype=np.int64),
-            start_ps=start,
-            duration_ps=events.duration_ps,
-            line=line.name,
-            **columns,
-        )
 
 
 def _columns_with_metadata(
@@ -344,49 +344,51 @@ def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, pat
     for line in plane.lines:
         if not line.has_events:
             continue
-        events = _decode_line(line, path, wanted_stats=wanted, require_stats=require)
-        if not len(events):
-            continue
-        count = len(events)
-        start = _line_times(line, events, trace.base_ns)
-        has_step = np.zeros(count, dtype=bool)
-        if step_num is not None:
-            has_step[events.stat_event[events.stat_metadata_id == step_num]] = True
-            numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
-            for index in np.flatnonzero(has_step):
-                trace.step_marks.append(
-                    (
-                        int(numbers[index]),
-                        int(start[index]),
-                        int(start[index] + events.duration_ps[index]),
-                        "StepTraceAnnotation",
+        for events in _line_chunks(line, path, wanted_stats=wanted, require_stats=require):
+            if not len(events):
+                continue
+            count = len(events)
+            start = _line_times(line, events, trace.base_ns)
+            has_step = np.zeros(count, dtype=bool)
+            if step_num is not None:
+                has_step[events.stat_event[events.stat_metadata_id == step_num]] = True
+                numbers = stats.ints(events, "step_num", np.full(count, NA_INT, dtype=np.int64))
+                for index in np.flatnonzero(has_step):
+                    trace.step_marks.append(
+                        (
+                            int(numbers[index]),
+                            int(start[index]),
+                            int(start[index] + events.duration_ps[index]),
+                            "StepTraceAnnotation",
+                        )
                     )
-                )
-        if hlo_op is None:
-            continue
-        is_op = np.zeros(count, dtype=bool)
-        is_op[events.stat_event[events.stat_metadata_id == hlo_op]] = True
-        if ops is None:
-            host_launches += int(is_op.sum())
-            continue
-        rows = np.flatnonzero(is_op)
-        if not rows.size:
-            continue
-        names = stats.strings(events, "hlo_op", np.full(count, None, dtype=object))
-        modules = stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
-        programs = stats.uints(events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64))
-        run_ids = stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64))
-        devices = stats.ints(events, "device_ordinal", np.full(count, NA_INT, dtype=np.int64))
-        ops.add(
-            device=devices[rows],
-            module=modules[rows],
-            program_id=programs[rows],
-            op_name=names[rows],
-            start_ps=start[rows],
-            duration_ps=events.duration_ps[rows],
-            run_id=run_ids[rows],
-            line=line.name,
-        )
+            if hlo_op is None:
+                continue
+            is_op = np.zeros(count, dtype=bool)
+            is_op[events.stat_event[events.stat_metadata_id == hlo_op]] = True
+            if ops is None:
+                host_launches += int(is_op.sum())
+                continue
+            rows = np.flatnonzero(is_op)
+            if not rows.size:
+                continue
+            names = stats.strings(events, "hlo_op", np.full(count, None, dtype=object))
+            modules = stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
+            programs = stats.uints(
+                events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64)
+            )
+            run_ids = stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64))
+            devices = stats.ints(events, "device_ordinal", np.full(count, NA_INT, dtype=np.int64))
+            ops.add(
+                device=devices[rows],
+                module=modules[rows],
+                program_id=programs[rows],
+                op_name=names[rows],
+                start_ps=start[rows],
+                duration_ps=events.duration_ps[rows],
+                run_id=run_ids[rows],
+                line=line.name,
+            )
     if host_launches:
         trace.notes.append(
             f"{host_launches} host-side events with hlo_op (kernel launches / dispatch on "
