@@ -27,7 +27,8 @@ COMMANDS: dict[str, str] = {
 }
 
 
-# Commands that read traces and so take --scheduler (the per-host map on a Dask cluster).
+# Commands that read traces and so take --scheduler (the per-host map on a Dask cluster) and
+# --workers (how many hosts are read at once locally).
 TRACE_COMMANDS = frozenset({"report", "check", "diff", "annotate"})
 
 
@@ -65,8 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
                 help="read the hosts on this Dask scheduler's workers (default: $PROFAN_SCHEDULER,"
                 " else local processes; extra [dask])",
             )
+            sub.add_argument(
+                "--workers",
+                metavar="N",
+                type=_at_least_one,
+                help="hosts read at once by local processes (default: $PROFAN_WORKERS, else one "
+                "per CPU); peak memory grows with N, not with the number of hosts",
+            )
         sub.set_defaults(_run=module.run)
     return parser
+
+
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def _use_chip_file(path: str) -> None:
@@ -99,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "dask_scheduler", None):
             # profan.load reads it (profan.trace.executors.SCHEDULER_ENV), in every command.
             os.environ["PROFAN_SCHEDULER"] = args.dask_scheduler
+        if getattr(args, "workers", None):
+            # profan.load reads it too (profan.trace.executors.WORKERS_ENV), in every command.
+            os.environ["PROFAN_WORKERS"] = str(args.workers)
         return int(args._run(args) or 0)
     except ProfanError as error:
         print(f"profan: error: {error}", file=sys.stderr)

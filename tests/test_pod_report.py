@@ -81,3 +81,32 @@ def test_check_budget_on_host_skew(
     assert code == 0
     code, _ = _run(["check", str(fixtures_dir / "mlp"), "--budget", str(strict)], capsys)
     assert code == 0  # one host: nothing to skew
+
+
+def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--workers N`` (or ``PROFAN_WORKERS``) is how many hosts are read at once: the report is
+    the same whatever N; a bad value is a one-line error, exit 2."""
+    from profan.errors import ConfigError
+    from profan.trace.executors import WORKERS_ENV, worker_count
+
+    monkeypatch.setenv(WORKERS_ENV, "")  # main() sets it; restored after the test
+    trace = str(fixtures_dir / "multihost")
+    reports = {}
+    for workers in ("1", "3"):
+        code, out = _run(["report", trace, "--format", "json", "--workers", workers], capsys)
+        assert code == 0
+        reports[workers] = json.loads(out)
+        assert worker_count(None) == int(workers)  # what profan.load will use
+    assert reports["1"] == reports["3"]
+    assert worker_count(2) == 2  # an explicit option wins over the environment
+    monkeypatch.setenv(WORKERS_ENV, "0")
+    with pytest.raises(ConfigError, match="PROFAN_WORKERS"):
+        worker_count(None)
+    code = main(["report", trace, "--format", "json"])
+    error = capsys.readouterr().err
+    assert code == 2 and "PROFAN_WORKERS='0'" in error and len(error.splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", trace, "--workers", "0"])
+    assert exit_info.value.code == 2

@@ -13,8 +13,10 @@ The map runs through ``profan.trace.executors`` (local processes or a Dask clust
   those of one representative host, the median host by median step time, read once more in the
   parent; the cross-host view (``Profile.hosts``) covers every host (and each host's devices),
   ``Profile.device.hosts`` names every host, ``Profile.device.count`` is that host's devices.
-  The parent's peak memory is that of reading one host, however many hosts there are; each
-  worker process reads one host at a time (measured in ``benchmarks/pod_scale.py``).
+  Each process (the parent and ``workers - 1`` worker processes) reads one host at a time, so
+  the run's memory is that of ``workers`` host reads however many hosts there are (``workers``:
+  ``LoadOptions.workers``, ``--workers`` or ``PROFAN_WORKERS``, else one per CPU; measured in
+  ``benchmarks/pod_scale.py``).
 * ``"auto"`` (default): ``"reduced"`` for two or more hosts above the byte threshold, else
   ``"events"``.  Ask for the other form with ``profan.load(path, form="events")`` (or
   ``"reduced"``).
