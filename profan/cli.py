@@ -78,9 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _at_least_one(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return int(text)
+    from profan.trace.executors import parse_worker_count
+
+    try:
+        return parse_worker_count(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _use_chip_file(path: str) -> None:

@@ -19,6 +19,7 @@ the op-profile table compiled into xprof.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -102,6 +103,7 @@ def xprof_rows(trace: Path, workdir: Path) -> tuple[list[dict], dict]:
     return ops, table.get("p", {})
 
 
+@functools.cache  # the libraries are tens of MB: read them once, not once per GPU trace
 def xla_gpu_op_cycles(profile: str = XLA_GPU_DEFAULT_PROFILE) -> dict[tuple[str, str], int]:
     """(opcode, element type) -> clock cycles per element, from the op-profile table (a text
     proto) compiled into the installed xprof: the figures its GPU cost analysis charges."""

@@ -58,6 +58,14 @@ def scheduler_address(option: str | None) -> str | None:
     return option or os.environ.get(SCHEDULER_ENV) or None
 
 
+def parse_worker_count(text: str) -> int:
+    """A ``--workers`` / ``PROFAN_WORKERS`` value: a whole number of at least 1 (ValueError
+    otherwise)."""
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def worker_count(option: int | None) -> int | None:
     """How many hosts to read at once locally: the option, else ``PROFAN_WORKERS``, else None
     (one per CPU).  Memory grows with this count, not with the number of hosts."""
@@ -66,9 +74,10 @@ def worker_count(option: int | None) -> int | None:
     text = os.environ.get(WORKERS_ENV, "").strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(f"{WORKERS_ENV}={text!r}: expected a whole number of at least 1")
-    return int(text)
+    try:
+        return parse_worker_count(text)
+    except ValueError as error:
+        raise ConfigError(f"{WORKERS_ENV}={text!r}: {error}") from None
 
 
 def map_hosts(
@@ -85,12 +94,12 @@ def map_hosts(
     results: list[Any] = [None] * len(tasks)
     if scheduler:
         results = _map_on_dask(function, tasks, sizes, scheduler, progress)
-    elif len(tasks) == 1 or worker_count(workers) == 1:
+    elif len(tasks) == 1 or (workers := worker_count(workers)) == 1:
         for index, task in enumerate(tasks):
             results[index] = function(task)
             progress.step(sizes[index])
     else:
-        count = min(len(tasks), worker_count(workers) or os.cpu_count() or 1)
+        count = min(len(tasks), workers or os.cpu_count() or 1)
         _map_with_parent(function, tasks, sizes, count, progress, results)
     for result in results:
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
