@@ -15,6 +15,7 @@ import pytest
 from profan.hlo import parse_file
 from profan.hlo.devices import decode_replica_groups
 from profan.hlo.model import Module
+from profan.hlo.views import backend_config
 from profan.trace.hloproto import module_from_proto_bytes, shape_text
 from profan.trace.xplane import read_host
 
@@ -82,6 +83,12 @@ def test_fixture_modules_match_xla_dump(fixtures_dir: Path, name: str) -> None:
     ]
     assert same, f"no embedded module matches the dump of {dump.name}"
     assert _compare(same[0], dump) == sum(len(c) for c in dump.computations)
+    # The one decoder of backend configs (profan.hlo.views) reads the embedded module's configs
+    # as it reads XLA's text: the same JSON objects, instruction by instruction.
+    decoded = {i.name: backend_config(i) for i in same[0].instructions() if i.backend_config}
+    assert decoded == {i.name: backend_config(i) for i in dump.instructions() if i.backend_config}
+    if name in ("mlp", "mlp_worse", "transformer"):  # their CPU fusions carry JSON configs
+        assert any(isinstance(config, dict) for config in decoded.values())
 
 
 def test_tpu_modules_match_xla_text(corpus_dir: Path) -> None:

@@ -10,9 +10,7 @@ downstream works the same whichever source a module came from.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 
@@ -236,14 +234,3 @@ def _stack_frames(proto: Message) -> StackFrameTables:
     for index, frame in enumerate(proto.stack_frames, start=1):
         tables.stack_frames[index] = StackFrame(frame.file_location_id, frame.parent_frame_id)
     return tables
-
-
-def backend_config_json(instruction: Instruction) -> dict[str, Any] | None:
-    """The instruction's backend_config as JSON, when it is JSON (helper for tests)."""
-    text = instruction.attributes.get("backend_config")
-    if not text or not text.startswith("{"):
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
