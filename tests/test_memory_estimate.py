@@ -51,8 +51,9 @@ CASES = _dumps()
 
 
 def test_every_fixture_program_is_covered() -> None:
-    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs.
-    assert len(CASES) == 44
+    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs + the 6 CPU
+    # programs of state_steps.
+    assert len(CASES) == 50
 
 
 @pytest.mark.parametrize(("label", "dump", "oracle"), CASES, ids=[c[0] for c in CASES])

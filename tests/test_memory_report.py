@@ -62,12 +62,15 @@ def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
         (True, False),
         (False, True),
     ]
-    assert all("donation would save 65.5kB" in f.message for f in findings)
-    # The source line is the one that writes the output the input could have been reused for.
-    assert sorted(f.source.rsplit("/", 1)[1] for f in findings if f.source) == [
-        "make_fixtures.py:199",
-        "make_fixtures.py:200",
+    assert all("donating it would save 65.5kB" in f.message for f in findings)
+    # The new values are the SGD update's subtractions (`jit(train_step)/sub`), and the source
+    # is the update's line, `p - 0.01 * g` (line 205 of the script that recorded the fixture).
+    assert sorted(f.message.split("new value ")[1].split()[0] for f in findings) == [
+        "copy_subtract_fusion",
+        "copy_subtract_fusion.1",
     ]
+    lines = [f.source.rsplit("/", 1)[1] for f in findings if f.source]
+    assert lines == ["make_fixtures.py:205"] * 2
 
 
 def test_donated_train_step_has_no_undonated_finding() -> None:

@@ -9,6 +9,7 @@ from profan.errors import ConfigError, TraceError
 from profan.hlo.model import Module
 from profan.memory.assignment import program_memory
 from profan.memory.breakdown import breakdown
+from profan.memory.donation import undonated_inputs
 from profan.memory.model import MemoryReport, ProgramMemory
 from profan.memory.source import EmbeddedProgram, decode, decode_proto, from_profile, from_trace
 from profan.trace.profile import DeviceInfo, Profile
@@ -53,6 +54,8 @@ def _programs(
         else:
             proto, module = decode(item, use_cache=use_cache)
         found = program_memory(proto, module, item.key)
+        for program in found:
+            program.undonated = undonated_inputs(program, module)
         if not found:
             without.append(item.key)
         programs.extend(found)

@@ -55,6 +55,23 @@ class Buffer:
 
 
 @dataclass(frozen=True, slots=True)
+class Undonated:
+    """An entry parameter the program replaces with a new value without donating it
+    (``profan.memory.donation``)."""
+
+    parameter: str  # instruction name
+    parameter_number: int | None
+    parameter_path: str | None  # JAX argument path, e.g. params['w1']
+    output: str  # the instruction that computes the new value
+    output_source: str | None  # file:line of that instruction
+    shape: str
+    size_bytes: int  # what donating it would save
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
 class TimelinePoint:
     """The heap after one heap-simulator event (or one instruction, for an estimate)."""
 
@@ -108,6 +125,7 @@ class ProgramMemory:
     live_at_peak: list[Buffer] = field(default_factory=list)  # largest first
     timeline: list[TimelinePoint] = field(default_factory=list)
     breakdown: Breakdown | None = None
+    undonated: list[Undonated] = field(default_factory=list)  # largest first
     hbm_bytes: float | None = None  # the chip's memory per device
     chip: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -147,6 +165,7 @@ class ProgramMemory:
             "breakdown": None if self.breakdown is None else self.breakdown.to_dict(),
             "top_buffers": [b.to_dict() for b in self.top_buffers(top)],
             "live_buffer_count": len(self.live_at_peak),
+            "undonated": [u.to_dict() for u in self.undonated],
             "notes": list(self.notes),
         }
 

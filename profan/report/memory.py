@@ -15,7 +15,6 @@ from typing import Any
 
 from profan.chips import Chip
 from profan.memory.analyze import analyze_profile
-from profan.memory.donation import undonated_inputs
 from profan.memory.render import buffers_svg, size, timeline_svg
 from profan.report.config import RuleConfig
 from profan.report.format import percent
@@ -46,7 +45,6 @@ def memory_section(profile: Profile, chip: Chip | None) -> list[dict[str, Any]]:
         entry["timeline"] = _timeline(
             [p.heap_bytes for p in program.timeline], program.peak_position
         )
-        entry["undonated"] = [u.to_dict() for u in undonated_inputs(program)]
         entries.append(entry)
     return entries
 
@@ -239,7 +237,10 @@ def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) ->
     return findings
 
 
-@rule("undonated-input", "an input with an output's shape and dtype that is not donated")
+@rule(
+    "undonated-input",
+    "an input the program replaces with a new value (state in, new state out), not donated",
+)
 def undonated_input(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     findings = []
     for entry in _device(report):
@@ -248,11 +249,11 @@ def undonated_input(report: Report, ops: list[OpContext], config: RuleConfig) ->
             findings.append(
                 Finding(
                     "undonated-input",
-                    f"{entry['module']}: input {what} ({item['shape']}) has the shape of output "
-                    f"{item['output']} but is not donated; donation would save "
-                    f"{size(item['size_bytes'])}",
-                    "jax.jit(..., donate_argnums=...) for this argument (its buffer is reused "
-                    "for the output)",
+                    f"{entry['module']}: input {what} ({item['shape']}) is replaced by its new "
+                    f"value {item['output']} but is not donated, so both exist at the end of "
+                    f"the step; donating it would save {size(item['size_bytes'])}",
+                    "jax.jit(..., donate_argnums=...) for this argument, if the caller does not "
+                    "use it after the call (its buffer is then reused for the new value)",
                     module=entry["module"],
                     name=item["parameter"],
                     source=item.get("output_source"),
