@@ -51,9 +51,9 @@ CASES = _dumps()
 
 
 def test_every_fixture_program_is_covered() -> None:
-    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs + the 6 CPU
+    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs + the 7 CPU
     # programs of state_steps.
-    assert len(CASES) == 50
+    assert len(CASES) == 51
 
 
 @pytest.mark.parametrize(("label", "dump", "oracle"), CASES, ids=[c[0] for c in CASES])
