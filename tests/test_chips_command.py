@@ -29,3 +29,24 @@ def test_unknown_chip_and_bad_file_exit_2(tmp_path, capsys) -> None:
     bad.write_text("[chips.x]\n")
     assert main(["chips", "--chips", str(bad)]) == 2
     assert "lacks the field" in capsys.readouterr().err
+
+
+def test_transcendental_rates_are_listed_with_their_sources(capsys) -> None:
+    assert main(["chips", "h100", "tpu-v6e", "cpu"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "transc./s" in header
+    rows = {line.split()[0]: line for line in out.splitlines()[1:4]}
+    column = header.index("transc./s")
+    assert rows["h100"][column:].split()[0] == "4.18"  # 4.18 T
+    assert rows["tpu-v6e"][column:].split()[0] == "-"
+    flat = " ".join(out.split())
+    assert "h100: 4.18e+12/s: NVIDIA CUDA C++ Programming Guide" in flat
+    assert "tpu-v6e: -: unknown: no published EUP figure" in flat
+    assert "cpu: 2e+10/s: ESTIMATE" in flat
+    assert main(["chips", "mi300x", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["mi300x"]
+    assert (
+        data["transcendentals_per_s"] == 1.021e13
+        and "quarter" in data["sources"]["transcendentals"]
+    )

@@ -6,7 +6,8 @@
 * each device's busy span splits exactly into per-category (and per-bound) time plus idle;
 * an op measured faster than its roofline says why, in words;
 * every figure names its source; no op is charged 0 bytes unless its bytes are unknown; a row
-  with interconnect time carries interconnect bytes.
+  with interconnect time carries interconnect bytes;
+* an op's ideal is its largest roofline term (transcendentals included) and its bound names it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 import profan
 from profan.cost.kernels import SOURCES
 from profan.report.pipeline import describe_shardings, resolve_layout
-from profan.roofline import Score, score
+from profan.roofline import BOUNDS, Score, score
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CORPUS_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "traces"
@@ -125,3 +126,35 @@ def test_every_figure_has_a_source_and_no_op_is_charged_zero_bytes_silently(scor
     timed = ops[ops["t_ici_s"] > 0]
     assert (timed["ici_bytes"] > 0).all(), timed[["name", "opcode"]]
     assert not (ops["roofline_s"].apply(math.isnan)).any()
+
+
+def test_the_ideal_is_the_largest_term_and_the_bound_names_it(scored) -> None:
+    """roofline = max(compute, HBM, interconnect, host link, transcendental) and ``bound_by``
+    names the term that set it; a chip without a transcendental rate times none."""
+    _, result = scored
+    ops = result.ops
+    terms = {bound: f"t_{bound}_s" for bound in BOUNDS}
+    assert (ops[list(terms.values())] >= 0).all().all()
+    assert ops["roofline_s"].to_numpy() == pytest.approx(
+        ops[list(terms.values())].max(axis=1).to_numpy(), rel=1e-12
+    )
+    for bound, column in terms.items():
+        rows = ops[ops["bound_by"] == bound]
+        assert (rows[column] == rows["roofline_s"]).all(), (bound, rows["name"].tolist())
+    if result.chip.transcendentals_per_s is None:
+        assert (ops["t_transcendental_s"] == 0).all()
+
+
+def test_no_execution_beats_its_transcendental_term(scored) -> None:
+    """The catalogue's transcendental rates (mostly estimates) are never slower than a real
+    execution: every execution of an op takes at least its transcendentals' time."""
+    profile, result = scored
+    ops = result.ops[result.ops["t_transcendental_s"] > 0]
+    per_execution = ops.assign(
+        module_key=ops["module_key"].astype(object).fillna(""),
+        _t=ops["t_transcendental_s"] / ops["occurrences"],
+    )[["module_key", "name", "_t"]].rename(columns={"name": "op_name"})
+    events = profile.ops.assign(module_key=profile.ops["module_key"].astype(object).fillna(""))
+    events = events.merge(per_execution, on=["module_key", "op_name"])
+    assert len(events) >= len(ops)
+    assert (events["duration_s"] >= events["_t"]).all()

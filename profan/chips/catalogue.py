@@ -67,6 +67,7 @@ class ChipEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One ``[chips.NAME]`` table of a chip file (the schema; see chips.toml's header)."""
 
     peak_flops: PeakFlopsEntry
+    transcendentals_per_s: Positive | None = None
     hbm_bytes: NonNegative
     hbm_bytes_per_s: NonNegative
     ici_link_bytes_per_s_uni: NonNegative
@@ -108,6 +109,9 @@ class Chip:
     dcn_bytes_per_s: float
     pcie_bytes_per_s: float
     wraparound: str = "never"
+    # elementwise transcendentals (exp, log, tanh, …) per second per chip: the TPU's EUP, a GPU's
+    # special function units; None = unknown (the compute roofline then times FLOPs alone)
+    transcendentals_per_s: float | None = None
     devices_per_chip: int = 1
     # TensorCores per chip; on a megacore chip (TPU v4, v5p) they act as one device.
     tensorcores_per_chip: int = 1
@@ -154,6 +158,21 @@ class Chip:
         return peak_for(self, dtype, precision, algorithm)
 
     @property
+    def device_transcendentals_per_s(self) -> float | None:
+        """Transcendentals per second of one device, ``None`` when the catalogue has no rate."""
+        rate = self.transcendentals_per_s
+        return None if rate is None else rate / self.devices_per_chip
+
+    def transcendentals_source(self) -> str:
+        """Where the transcendental rate comes from, in words (``unknown …`` without one)."""
+        citation = self.sources.get("transcendentals", "")
+        if self.transcendentals_per_s is None:
+            return citation if citation.startswith("unknown") else "unknown: no rate in chips.toml"
+        return f"chips.toml {self.name} transcendentals_per_s" + (
+            f" ({citation})" if citation else ""
+        )
+
+    @property
     def device_hbm_bytes_per_s(self) -> float:
         return self.hbm_bytes_per_s / self.devices_per_chip
 
@@ -185,6 +204,9 @@ class Chip:
         return dataclasses.replace(
             self,
             peak_flops={key: rate / cores for key, rate in self.peak_flops.items()},
+            transcendentals_per_s=(
+                None if self.transcendentals_per_s is None else self.transcendentals_per_s / cores
+            ),
             hbm_bytes_per_s=self.hbm_bytes_per_s / cores,
             hbm_bytes=self.hbm_bytes / cores,
             tensorcores_per_chip=1,
@@ -268,6 +290,9 @@ def _chip_from_table(name: str, table: Any, origin: str) -> Chip:
         dcn_bytes_per_s=float(entry.dcn_bytes_per_s),
         pcie_bytes_per_s=float(entry.pcie_bytes_per_s),
         wraparound=entry.wraparound,
+        transcendentals_per_s=(
+            None if entry.transcendentals_per_s is None else float(entry.transcendentals_per_s)
+        ),
         devices_per_chip=entry.devices_per_chip,
         tensorcores_per_chip=entry.tensorcores_per_chip,
         megacore=entry.megacore,
@@ -377,6 +402,11 @@ def _match_gpu(stats: dict[str, object], chips: dict[str, Chip]) -> tuple[Chip |
     return candidates[0], how
 
 
+def _transcendentals_figure(chip: Chip) -> str:
+    """``catalogue`` or ``unknown``: traces carry no transcendental rate of their own."""
+    return "catalogue" if chip.transcendentals_per_s is not None else "unknown"
+
+
 def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
     """The catalogue chip for a trace's device, with the trace's own peak figures applied.
 
@@ -407,6 +437,7 @@ def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
             for dtype in chip.peak_flops:
                 sources[f"peak_flops.{dtype}"] = "catalogue"
             sources["hbm_bytes_per_s"] = "catalogue"
+            sources["transcendentals_per_s"] = _transcendentals_figure(chip)
             return dataclasses.replace(chip, figure_sources=sources)
         how = f"--chip {override}"
     if chip is None:
@@ -420,6 +451,7 @@ def chip_for_device(device: DeviceInfo, *, override: str | None = None) -> Chip:
     for dtype in peak:
         sources[f"peak_flops.{dtype}"] = "catalogue"
     sources["hbm_bytes_per_s"] = "catalogue"
+    sources["transcendentals_per_s"] = _transcendentals_figure(chip)
     # The trace describes one device; the catalogue holds per-chip figures.
     # A roofline must stay a lower bound on time: a trace figure far below the published peak
     # (ROCm derives "memory_bandwidth" from the memory clock without the double data rate, half

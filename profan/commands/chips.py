@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from profan.chips import DTYPES, catalogue
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump({name: chip.to_dict() for name, chip in chips.items()}, sys.stdout, indent=1)
         print()
         return 0
-    header = ["chip", "kind", *(f"{d} FLOP/s" for d in DTYPES), "HBM", "HBM BW",
+    header = ["chip", "kind", *(f"{d} FLOP/s" for d in DTYPES), "transc./s", "HBM", "HBM BW",
               "ICI link uni/bi", "links", "topology", "device strings"]  # fmt: skip
     rows = [header]
     for chip in chips.values():
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
                 chip.name + (" ~" if chip.approximate else ""),
                 chip.kind,
                 *(_si(chip.peak_flops[d], "") if d in chip.peak_flops else "-" for d in DTYPES),
+                _si(chip.transcendentals_per_s, "") if chip.transcendentals_per_s else "-",
                 _si(chip.hbm_bytes, "B"),
                 _si(chip.hbm_bytes_per_s, "B/s"),
                 f"{_si(chip.ici_link_bytes_per_s_uni, 'B/s')} / "
@@ -63,4 +65,15 @@ def run(args: argparse.Namespace) -> int:
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
     print("\nFigures are per chip, dense. ~ = approximate. Sources: profan chips --json.")
+    print(
+        "\nTranscendentals per second (exp, log, tanh, logistic, sqrt, … as XLA counts them;"
+        " f32 results on the TPU's EUP or the GPU's special function units), and where each"
+        " figure comes from:"
+    )
+    for chip in chips.values():
+        rate = chip.transcendentals_per_s
+        figure = f"{rate:.3g}/s" if rate else "-"
+        source = chip.sources.get("transcendentals") or "unknown"
+        print(textwrap.fill(f"{chip.name}: {figure}: {source}", 100, initial_indent="  ",
+                            subsequent_indent="      "))  # fmt: skip
     return 0

@@ -74,6 +74,7 @@ def chip_dict(chip: Chip) -> dict[str, Any]:
             "mxu_size": chip.mxu_size or None,
             "source": chip.figures_source,
             "hbm_bytes_per_s_device": chip.device_hbm_bytes_per_s or None,
+            "transcendentals_per_s_device": chip.device_transcendentals_per_s,
         }
     )
     return out
@@ -175,6 +176,7 @@ def _entries(
             flops_source=_text(record.get("flops_source")),
             bytes_source=_text(record.get("bytes_source")),
             peak=_text(record.get("peak")),
+            t_transcendental_s=_number(record.get("t_transcendental_s")),
             trace_flops=_optional(record.get("trace_flops")),
             trace_bytes=_optional(record.get("trace_bytes")),
             faster_executions=_optional_int(record.get("faster_executions")) or None,

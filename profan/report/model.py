@@ -66,6 +66,9 @@ class OpEntry:
     flops_source: str | None = None
     bytes_source: str | None = None
     peak: str | None = None  # the FLOP/s peak the compute term used: bf16, tf32, bf16/6, …
+    # the transcendentals (exp, log, tanh, …) at the chip's transcendental rate; 0 without any,
+    # or when the chip has no rate (then chip.figure_sources says "unknown")
+    t_transcendental_s: float = 0.0
     # the profiler's own figures (totals like flops/hbm_bytes) where the trace has them
     trace_flops: float | None = None
     trace_bytes: float | None = None

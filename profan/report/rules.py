@@ -141,6 +141,8 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
             continue
         look = {
             "compute": "the op's shapes and dtype (MXU/tensor-core utilisation, padding)",
+            "transcendental": "the transcendentals it evaluates per element (exp, log, tanh, "
+            "…: the TPU's EUP or the GPU's special function units bound it)",
             "hbm": "its layouts and fusion (bytes moved vs. needed)",
             "ici": "the collective's group and overlap with compute",
         }.get(e.bound_by, "what the op waits on (latency, launch overhead, dependencies)")

@@ -15,13 +15,13 @@ import pandas as pd
 
 from profan.report import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
+from profan.roofline import BOUNDS
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
 # conditional, call) is left out because its event encloses the ops it runs.
 COMPUTE_CATEGORIES = frozenset(
     {"matmul", "elementwise", "reduction", "data-movement", "custom", "other"}
 )
-BOUNDS = ("compute", "hbm", "ici", "host")
 
 
 def _program_key(values: pd.Series) -> pd.Series:

@@ -186,10 +186,16 @@ def render(
         f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, "
         f"{len(d.get('hosts') or [])} host(s))",
     )
+    transcendentals = ""
+    if "transcendentals_per_s_device" in chip:  # reports made before it say nothing
+        rate = chip["transcendentals_per_s_device"]
+        transcendentals = (
+            f", transcendentals {si(rate, '/s')}" if rate else ", transcendental rate unknown"
+        )
     field(
         "chip",
         f"{chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
-        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device  "
+        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')}{transcendentals} per device  "
         f"[source: {chip.get('source')}]",
     )
     if s.scorer.get("accounting_note"):

@@ -43,6 +43,13 @@ def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
             "the trace splits an execution over several events (more events than the program "
             "ran it), or the op did less math than its shapes say"
         )
+    if bound == "transcendental":
+        return (
+            "its transcendentals ran faster than the chip's transcendental rate (for most chips "
+            "an estimate: `profan chips` says how it was derived), or it evaluated fewer than "
+            "XLA counts (a value computed once and broadcast, random bits counted as "
+            "transcendentals)"
+        )
     return f"the model over-counts its {bound} term"
 
 

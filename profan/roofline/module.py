@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
-    "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s",
-    "bound_by", "dtype", "occurrences_exact", "derivation",
+    "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s",
+    "t_transcendental_s", "roofline_s", "bound_by", "dtype", "occurrences_exact", "derivation",
 )  # fmt: skip
 
 
@@ -75,6 +75,7 @@ def score_module(
                     "t_hbm_s": times.t_hbm_s * count,
                     "t_ici_s": times.t_ici_s * count,
                     "t_host_s": times.t_host_s * count,
+                    "t_transcendental_s": times.t_transcendental_s * count,
                     "roofline_s": times.roofline_s * count,
                     "bound_by": times.bound_by,
                     "dtype": cost.dtype,

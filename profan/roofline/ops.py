@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 OP_COLUMNS = (
     "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
-    "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "roofline_s", "bound_by",
+    "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s",
+    "roofline_s", "bound_by",
     "efficiency", "source", "cost_source", "flops_source", "bytes_source", "peak", "trace_flops",
     "trace_bytes", "dtype", "async_role", "link", "module_key",
     "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
@@ -187,6 +188,7 @@ def per_op_rows(
                 "t_hbm_s": times.t_hbm_s * occurrences,
                 "t_ici_s": times.t_ici_s * occurrences,
                 "t_host_s": times.t_host_s * occurrences,
+                "t_transcendental_s": times.t_transcendental_s * occurrences,
                 "roofline_s": roofline,
                 "bound_by": "unknown" if unknown else times.bound_by,
                 "efficiency": efficiency,

@@ -44,7 +44,7 @@ STEP_COLUMNS = [
     *(f"share_{bound}" for bound in (*BOUNDS, "unknown")),
     "window_s", "devices", "note",
 ]  # fmt: skip
-TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s")
+TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s")
 _TOLERANCE = 1e-9  # relative: float sums of equal times
 
 

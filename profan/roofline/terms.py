@@ -1,8 +1,16 @@
 """The roofline terms of one op execution (MODEL.md section 1).
 
-``t_compute = FLOPs / peak FLOP/s`` (for the math dtype), ``t_hbm = HBM bytes / HBM bandwidth``,
-``t_ici`` = the collective's time (``profan.roofline.interconnect``), ``t_host`` = a copy between
-host memory and HBM over PCIe; ``roofline = max(...)`` and ``bound_by`` is the largest term.
+``t_compute = FLOPs / peak FLOP/s`` (for the math dtype), ``t_transcendental = transcendentals /
+the chip's transcendental rate``, ``t_hbm = HBM bytes / HBM bandwidth``, ``t_ici`` = the
+collective's time (``profan.roofline.interconnect``), ``t_host`` = a copy between host memory and
+HBM over PCIe; ``roofline = max(...)`` and ``bound_by`` is the largest term.
+
+Transcendentals (exp, log, tanh, logistic, sqrt, … as XLA's cost analysis counts them, apart
+from its FLOPs) run on their own unit: the EUP beside the VPU and MXU on a TPU, the special
+function units beside the FMA pipes and tensor cores on a GPU.  The units work at the same time,
+so the two compute terms are not added: an op takes at least the longer of them, and the bound
+says which (``compute`` or ``transcendental``).  A chip without a transcendental rate in the
+catalogue times FLOPs alone and the op's derivation says the rate is unknown.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from profan.cost import OpCost
 from profan.cost.collectives import sent_bytes_per_device
 from profan.roofline.interconnect import collective_time
 
-BOUNDS = ("compute", "hbm", "ici", "host")
+BOUNDS = ("compute", "hbm", "ici", "host", "transcendental")
 GPU_DEVICES_PER_NODE = 8  # NVLink/Infinity Fabric domain; groups wider than a node use DCN
 
 
@@ -29,10 +37,13 @@ class OpTimes:
     bound_by: str
     notes: list[str] = field(default_factory=list)
     peak: str | None = None  # the FLOP/s peak of the compute term: ``bf16``, ``tf32``, ``bf16/6``
+    t_transcendental_s: float = 0.0  # transcendentals at the chip's rate (0: none, or unknown)
 
     @property
     def roofline_s(self) -> float:
-        return max(self.t_compute_s, self.t_hbm_s, self.t_ici_s, self.t_host_s)
+        return max(
+            self.t_compute_s, self.t_hbm_s, self.t_ici_s, self.t_host_s, self.t_transcendental_s
+        )
 
 
 def crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
@@ -60,6 +71,26 @@ def compute_peak(cost: OpCost, chip: Chip, notes: list[str]) -> tuple[float, str
     return chip.device_peak_flops(key), key if key in chip.peak_flops else "bf16"
 
 
+def transcendental_time(cost: OpCost, chip: Chip, notes: list[str]) -> float:
+    """The op's transcendentals at one device's transcendental rate; 0 without any, or when the
+    chip's rate is unknown (``notes`` then says so: they are not timed)."""
+    count = cost.transcendentals or 0.0
+    if count <= 0:
+        return 0.0
+    rate = chip.device_transcendentals_per_s
+    if rate is None:
+        notes.append(
+            f"{count:.3g} transcendentals not timed: {chip.name} has no transcendental rate in "
+            "the chip catalogue"
+        )
+        return 0.0
+    notes.append(
+        f"{count:.3g} transcendentals at {rate:.3g}/s (chips.toml {chip.name} "
+        "transcendentals_per_s, per device; `profan chips` says where it comes from)"
+    )
+    return count / rate
+
+
 def op_times(
     cost: OpCost,
     chip: Chip,
@@ -77,6 +108,7 @@ def op_times(
     flops = cost.flops or 0.0
     peak_flops, peak = compute_peak(cost, chip, notes)
     t_compute = flops / peak_flops if flops else 0.0
+    t_transcendental = transcendental_time(cost, chip, notes)
     hbm = roofline_bytes(cost)
     t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
     t_ici = 0.0
@@ -99,9 +131,17 @@ def op_times(
         )
         t_ici = timing.t_s
         notes.append(timing.describe())
-    terms = {"compute": t_compute, "hbm": t_hbm, "ici": t_ici, "host": t_host}
+    terms = {
+        "compute": t_compute,
+        "hbm": t_hbm,
+        "ici": t_ici,
+        "host": t_host,
+        "transcendental": t_transcendental,
+    }
     bound_by = max(terms, key=lambda key: terms[key]) if any(terms.values()) else "none"
-    return OpTimes(t_compute, t_hbm, t_ici, t_host, bound_by, notes, peak if flops else None)
+    return OpTimes(
+        t_compute, t_hbm, t_ici, t_host, bound_by, notes, peak if flops else None, t_transcendental
+    )
 
 
 def row_ici_bytes(cost: OpCost) -> float:
