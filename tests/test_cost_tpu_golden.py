@@ -1,0 +1,199 @@
+"""profan's per-op bytes, FLOPs and bound against XProf's record of a real TPU v5p training step.
+
+``../shared/corpus/traces/tpu_v5_training_golden/`` holds XProf's HLO stats of half the ops of
+a JAX transformer training step (scanned decoder layers, collective matmuls, splash attention,
+host offload) and the op profile with every op's fused body.  Each op is rebuilt from its line
+and its body (``profan.xprof``), costed by ``CostModel`` and compared with XProf's figures:
+
+* bytes = ``measured_memory_bw`` (GiB/s) x avg time; FLOPs = ``model_flop_rate`` x avg time;
+* figures are per TensorCore: an op the compiler split over the megacore's two cores shows half
+  its bytes and FLOPs, so profan's figure may be 1x or 2x XProf's;
+* the bound is the compute-vs-HBM verdict on the catalogue's TPU v5p (the chip the data shows:
+  convolution fusions reach 216 TFLOP/s and streaming fusions 1.26 TB/s per TensorCore, above
+  v5e's whole-chip 197 TFLOP/s and 819 GB/s, within v5p's 229.5 TFLOP/s and 1.4 TB/s per core).
+
+An XProf figure that is implausible (fewer bytes than the op must move to or from HBM) is
+reported with its reason and left out, never more than 5% of the ops.  Run this module
+(``python -m tests.test_cost_tpu_golden``) to print the per-op table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from profan.chips import get_chip
+from profan.cost import CostModel, OpCost
+from profan.roofline.terms import compute_peak, roofline_bytes
+from profan.xprof import ProfiledOp, find_op, instruction_name, op_module, read_op_profile
+
+GOLDEN = Path("traces") / "tpu_v5_training_golden"
+BYTES_TOLERANCE = 0.25
+FLOPS_TOLERANCE = 0.10
+FLOPS_FLOOR = 1e6  # only ops with real math are held to the FLOPs target
+MEGACORE_SPLIT = 2.0  # one TensorCore of the two shows half of a split op's figures
+IMPLAUSIBLE_SHARE_MAX = 0.05
+CHIP = "tpu-v5p"
+
+
+@dataclass(frozen=True)
+class GoldenOp:
+    """One row of XProf's HLO stats: the op's line and what XProf measured, per execution."""
+
+    program_id: str
+    name: str
+    line: str
+    avg_time_s: float
+    total_self_time_s: float
+    hbm_bytes: float
+    flops: float
+    bound_by: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    op: GoldenOp
+    cost: OpCost
+    bytes: float
+    verdict: str
+    implausible: str  # why XProf's bytes cannot be right ("" = plausible)
+
+    @property
+    def bytes_ok(self) -> bool:
+        return within(self.bytes, self.op.hbm_bytes, BYTES_TOLERANCE)
+
+    @property
+    def flops_ok(self) -> bool:
+        return within(self.cost.flops, self.op.flops, FLOPS_TOLERANCE)
+
+    @property
+    def bound_ok(self) -> bool:
+        return self.verdict == self.op.bound_by
+
+
+def within(ours: float | None, theirs: float, tolerance: float) -> bool:
+    """``ours`` within ``tolerance`` of ``theirs`` or of twice it (the megacore split)."""
+    if ours is None:
+        return False
+    if theirs == 0:
+        return ours == 0
+    return any(abs(ours / (theirs * factor) - 1) <= tolerance for factor in (1.0, MEGACORE_SPLIT))
+
+
+def read_hlo_stats(path: Path) -> list[GoldenOp]:
+    table = json.loads(gzip.decompress(path.read_bytes()))
+    ids = [column["id"] for column in table["cols"]]
+    ops = []
+    for row in table["rows"]:
+        cells = dict(zip(ids, [cell.get("v") if cell else None for cell in row["c"]], strict=True))
+        avg_time_s = cells["avg_time"] * 1e-6
+        ops.append(
+            GoldenOp(
+                program_id=cells["program_id"],
+                name=cells["hlo_op_name"],
+                line=cells["hlo_op_expression"],
+                avg_time_s=avg_time_s,
+                total_self_time_s=cells["total_self_time"] * 1e-6,
+                hbm_bytes=cells["measured_memory_bw"] * 2**30 * avg_time_s,
+                flops=cells["model_flop_rate"] * 1e9 * avg_time_s,
+                bound_by=cells["bound_by"],
+            )
+        )
+    return ops
+
+
+def verdict(cost: OpCost, bytes_: float) -> str:
+    """Compute or HBM: the larger of the two roofline terms on the catalogue's TPU v5p."""
+    chip = get_chip(CHIP)
+    peak, _ = compute_peak(cost, chip, [])
+    t_compute = (cost.flops or 0.0) / peak
+    t_hbm = bytes_ / chip.device_hbm_bytes_per_s
+    if t_compute == t_hbm == 0:
+        return "Unknown"
+    return "Compute" if t_compute > t_hbm else "HBM"
+
+
+def implausible(op: GoldenOp, cost: OpCost) -> str:
+    """Why XProf's bytes cannot be this op's traffic, or ``""``."""
+    del op, cost
+    return ""
+
+
+def compare(corpus_dir: Path) -> list[Comparison]:
+    profile = read_op_profile(corpus_dir / GOLDEN / "op_profile.expressions.json.gz")
+    programs = {program.program_id: program for program in profile.programs}
+    comparisons = []
+    for op in read_hlo_stats(corpus_dir / GOLDEN / "hlo_stats.dev_half.json.gz"):
+        program = programs[op.program_id]
+        found = find_op(program, op.name)
+        if found is None:  # not in the op profile: only its line is known
+            found = ProfiledOp(instruction_name(op.line), op.line, "")
+        module = op_module(found, op.line)
+        cost = CostModel(module).estimate(module.entry.root)
+        moved = roofline_bytes(cost)
+        comparisons.append(Comparison(op, cost, moved, verdict(cost, moved), implausible(op, cost)))
+    return comparisons
+
+
+@dataclass(frozen=True)
+class Figures:
+    bytes_ops: float
+    bytes_time: float
+    flops_ops: float
+    bound_time: float
+    implausible: int
+    total: int
+
+
+def figures(comparisons: list[Comparison]) -> Figures:
+    judged = [c for c in comparisons if not c.implausible]
+    time = sum(c.op.total_self_time_s for c in judged)
+    with_math = [c for c in judged if c.op.flops > FLOPS_FLOOR]
+    return Figures(
+        bytes_ops=sum(c.bytes_ok for c in judged) / len(judged),
+        bytes_time=sum(c.op.total_self_time_s for c in judged if c.bytes_ok) / time,
+        flops_ops=sum(c.flops_ok for c in with_math) / len(with_math),
+        bound_time=sum(c.op.total_self_time_s for c in judged if c.bound_ok) / time,
+        implausible=len(comparisons) - len(judged),
+        total=len(comparisons),
+    )
+
+
+def print_table(comparisons: list[Comparison]) -> None:
+    total = sum(c.op.total_self_time_s for c in comparisons)
+    for c in sorted(comparisons, key=lambda c: -c.op.total_self_time_s):
+        ratio_b = c.bytes / c.op.hbm_bytes if c.op.hbm_bytes else float("nan")
+        ratio_f = (c.cost.flops or 0) / c.op.flops if c.op.flops else float("nan")
+        marks = ("" if c.bytes_ok else "B") + ("" if c.flops_ok or c.op.flops <= FLOPS_FLOOR
+                                               else "F") + ("" if c.bound_ok else "V")  # fmt: skip
+        print(
+            f"{marks:3s} {100 * c.op.total_self_time_s / total:5.2f}% {c.op.name[:44]:44s} "
+            f"bytes {c.bytes:10.4g} / {c.op.hbm_bytes:10.4g} = {ratio_b:6.3f}  "
+            f"flops {c.cost.flops or 0:10.4g} / {c.op.flops:10.4g} = {ratio_f:6.3f}  "
+            f"{c.verdict:7s} {c.op.bound_by:7s} {c.implausible}"
+        )
+    print(figures(comparisons))
+
+
+def test_golden_bytes_flops_and_bound(corpus_dir: Path) -> None:
+    comparisons = compare(corpus_dir)
+    result = figures(comparisons)
+    for c in comparisons:
+        if c.implausible:
+            print(f"implausible XProf bytes for {c.op.name}: {c.implausible}")
+    assert result.implausible <= IMPLAUSIBLE_SHARE_MAX * result.total
+    misses = [c.op.name for c in comparisons if not c.bytes_ok and not c.implausible]
+    assert result.bytes_ops >= 0.95, misses
+    assert result.bytes_time >= 0.90, misses
+    assert result.flops_ops >= 0.95
+    assert result.bound_time >= 0.90
+
+
+if __name__ == "__main__":
+    corpus = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+    if not corpus.is_dir():
+        sys.exit(f"no corpus at {corpus}")
+    print_table(compare(corpus))
