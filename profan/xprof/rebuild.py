@@ -9,7 +9,8 @@ own rules:
   parameter of the operand's printed shape;
 * its root is the instruction nothing else in the body uses; a fusion with several outputs gets a
   root ``tuple`` whose elements are matched to the outputs by shape: first the instructions
-  nothing uses, then, for an output the fusion aliases to an operand
+  nothing uses (a collective to an output the fusion aliases to an operand, where an in-flight
+  collective lands, the others to the rest), then, for an output the fusion aliases to an operand
   (``output_to_operand_aliasing``), that operand's parameter, then (an output may also feed the
   body) the latest computed instruction of that shape;
 * operands the op's line takes from the rest of the program become parameters of an entry
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from profan.errors import ProfanError
 from profan.hlo import parse_instruction
 from profan.hlo.model import Computation, Instruction, Module, Operand, Shape
+from profan.hlo.opcodes import COLLECTIVE_OPCODES
 from profan.hlo.views import called_computations
 from profan.xprof.op_profile import FusedLine, ProfiledOp, ProfiledProgram
 
@@ -59,6 +61,10 @@ def _same_data(first: Shape, second: Shape) -> bool:
             and all(map(_same_data, first.tuple_shapes, second.tuple_shapes))
         )
     return first.dtype == second.dtype and first.dims == second.dims
+
+
+def _is_collective(instruction: Instruction) -> bool:
+    return instruction.opcode in COLLECTIVE_OPCODES
 
 
 def _aliases(fusion: Instruction) -> dict[int, int]:
@@ -185,7 +191,11 @@ def _root(
     free = list(unused)
     elements: list[Operand] = []
     for index, leaf in enumerate(shape.tuple_shapes):
-        match = next((i for i in free if _same_data(i.shape, leaf)), None)
+        fits = [i for i in free if _same_data(i.shape, leaf)]
+        # an output aliased to an operand is where an in-flight collective lands; the others
+        # are the fusion's own results
+        fits.sort(key=lambda i: _is_collective(i) != (index in aliases))
+        match = fits[0] if fits else None
         if match is None and index in aliases and aliases[index] in by_number:
             match = by_number[aliases[index]]
         if match is None:
