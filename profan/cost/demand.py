@@ -39,7 +39,11 @@ _ALIASES = frozenset({"bitcast", "reshape", "copy"})
 
 
 def _elements(instruction: Instruction) -> int:
-    return instruction.shape.num_elements
+    """Elements of a value (a tuple's: all its arrays')."""
+    shape = instruction.shape
+    if shape.is_tuple:
+        return sum(leaf.num_elements for leaf in shape.leaves() if leaf.is_array)
+    return shape.num_elements
 
 
 def _operand_names(instruction: Instruction) -> list[str]:

@@ -32,7 +32,8 @@ from profan.hlo import parse_instruction
 from profan.hlo.model import Computation, Instruction, Module, Operand, Shape
 from profan.hlo.opcodes import COLLECTIVE_OPCODES
 from profan.hlo.views import called_computations
-from profan.xprof.op_profile import FusedLine, ProfiledOp, ProfiledProgram
+from profan.xprof.megacore import megacore_body
+from profan.xprof.op_profile import FusedLine, ProfiledOp, ProfiledProgram, instruction_name
 
 _PARAMETER_NUMBER = re.compile(r"^param_(\d+)(?:\.|$)")
 _ALIAS = re.compile(r"\{(\d*)\}\s*:\s*\(\s*(\d+)")
@@ -118,7 +119,10 @@ def _in_dataflow_order(instructions: list[Instruction]) -> list[Instruction]:
 
 
 def _fused_parameters(
-    caller: Instruction, body: list[Instruction], computation: str
+    caller: Instruction,
+    body: list[Instruction],
+    computation: str,
+    numbered: dict[str, int] | None = None,
 ) -> list[Instruction]:
     """The body's parameters: every name it uses but does not define, numbered by XLA's
     ``param_N`` naming (else by the caller's operand of the same shape), plus one parameter
@@ -130,9 +134,11 @@ def _fused_parameters(
             if operand.name not in defined:
                 used.setdefault(operand.name, operand.shape)
     operand_shapes = [operand.shape for operand in caller.operands]
-    numbers: dict[str, int] = {}
+    numbers: dict[str, int] = {n: i for n, i in (numbered or {}).items() if n in used}
     for name in used:
         found = _PARAMETER_NUMBER.match(name)
+        if name in numbers:
+            continue
         if found and int(found.group(1)) < len(operand_shapes):
             numbers[name] = int(found.group(1))
     for name, shape in used.items():
@@ -183,6 +189,15 @@ def _root(
             f"{caller.name}: cannot tell which of its fused instructions is the root "
             f"({len(unused)} have no user, none has the fusion's shape)"
         )
+    for sink in [i for i in unused if i.shape.is_tuple]:  # a multi-output member's results
+        unused.remove(sink)
+        for index, leaf in enumerate(sink.shape.tuple_shapes):
+            element = Instruction(
+                f"{sink.name}.{index}", "get-tuple-element", leaf, [Operand(sink.name, sink.shape)],
+                {"index": str(index)}, computation=computation,
+            )  # fmt: skip
+            body.append(element)
+            unused.append(element)
     aliases = _aliases(caller)
     by_number = {p.parameter_number: p for p in parameters}
     # values that leave the fusion: first those nothing in the body uses, then (an output may
@@ -213,7 +228,9 @@ def _root(
     return [*body, _placed(root, computation, root=True)]
 
 
-def _fused_computations(caller: Instruction, lines: Sequence[FusedLine]) -> list[Computation]:
+def _fused_computations(
+    caller: Instruction, lines: Sequence[FusedLine], numbered: dict[str, int] | None = None
+) -> list[Computation]:
     """The computation ``caller`` calls, rebuilt from its lines, and those of nested fusions."""
     names = called_computations(caller)
     if not names or not lines:
@@ -224,7 +241,7 @@ def _fused_computations(caller: Instruction, lines: Sequence[FusedLine]) -> list
     for instruction, line in zip(body, lines, strict=True):
         if line.children:
             nested += _fused_computations(instruction, line.children)
-    parameters = _fused_parameters(caller, body, name)
+    parameters = _fused_parameters(caller, body, name, numbered)
     body = _root(caller, _in_dataflow_order(body), parameters, name)
     return [*nested, Computation(name, [*parameters, *body])]
 
@@ -277,3 +294,28 @@ def program_module(program: ProfiledProgram) -> Module:
 def find_op(program: ProfiledProgram, name: str) -> ProfiledOp | None:
     """The op of ``program`` called ``name`` (members of duplicate groups included)."""
     return next((op for op in program.ops if op.name == name), None)
+
+
+def op_for_line(program: ProfiledProgram, line: str) -> ProfiledOp:
+    """The op an HLO line of ``program`` stands for (an HLO stats row, a trace event): the
+    profile's op of that name; else the line with the body the profile gives its called
+    computation (another op calling it, or a megacore fusion's ops, ``profan.xprof.megacore``);
+    else the line alone."""
+    name = instruction_name(line)
+    found = find_op(program, name)
+    if found is not None:
+        return found
+    instruction = parse_instruction(line)
+    called = set(called_computations(instruction))
+    body: tuple[FusedLine, ...] = ()
+    if called:
+        sharing = (op for op in program.ops if op.body and called & set(_calls(op.line)))
+        body = next((op.body for op in sharing), ())
+        if not body:
+            body = megacore_body(program.ops, instruction)
+    return ProfiledOp(name, line, "", body)
+
+
+def _calls(line: str) -> list[str]:
+    found = re.search(r"calls=%?([^\s,]+)", line)
+    return [found.group(1)] if found else []
