@@ -119,6 +119,8 @@ def _contribution(
 def _nested_demand(model: CostContext) -> Nested:
     """What a nested fusion's body needs of its parameter ``index`` (``None``: body unknown)."""
 
+    known: dict[str, dict[str, float]] = {}
+
     def demand_of(user: Instruction, index: int) -> float | None:
         names = called_computations(user)
         inner = model.callee(names[0]) if names else None
@@ -127,7 +129,9 @@ def _nested_demand(model: CostContext) -> Nested:
         parameter = next((p for p in inner.params if p.parameter_number == index), None)
         if parameter is None:
             return None
-        return demanded_elements(inner, model).get(parameter.name, 0.0)
+        if inner.name not in known:
+            known[inner.name] = demanded_elements(inner, model)
+        return known[inner.name].get(parameter.name, 0.0)
 
     return demand_of
 
