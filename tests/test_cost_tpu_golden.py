@@ -15,9 +15,11 @@ and its body (``profan.xprof``), costed by ``CostModel`` and compared with XProf
   convolution fusions reach 216 TFLOP/s and streaming fusions 1.26 TB/s per TensorCore, above
   v5e's whole-chip 197 TFLOP/s and 819 GB/s, within v5p's 229.5 TFLOP/s and 1.4 TB/s per core).
 
-An XProf figure that is implausible (fewer bytes than the op must move to or from HBM) is
-reported with its reason and left out, never more than 5% of the ops.  Run this module
-(``python -m tests.test_cost_tpu_golden``) to print the per-op table.
+An XProf figure that is implausible is reported with its reason and left out, never more than 5%
+of the ops: HBM bytes below what the op must move (``must_move``: its outputs and what its
+matmuls and gathers read, a floor computed apart from profan's accounting), FLOPs faster than a
+TensorCore's peak.  Run this module (``python -m tests.test_cost_tpu_golden``) to print the
+per-op table; docs/tpu_golden.md explains the figures, before and after.
 """
 
 from __future__ import annotations
@@ -285,6 +287,8 @@ def print_table(comparisons: list[Comparison]) -> None:
             f"{c.verdict:7s} {c.op.bound_by:7s} {c.implausible} {c.impossible_flops}"
         )
     print(figures(comparisons))
+    space = [c for c in comparisons if within(c.bytes, c.op.all_space_bytes, BYTES_TOLERANCE)]
+    print(f"against XProf's all-space bytes (measured_memory_bw): {len(space)}/{len(comparisons)}")
 
 
 def test_golden_bytes_flops_and_bound(corpus_dir: Path) -> None:
