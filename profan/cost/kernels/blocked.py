@@ -36,15 +36,9 @@ import re
 from typing import Any
 
 from profan.cost.bytes import xla_shape_size
+from profan.cost.kernels import model as kernel
 from profan.cost.kernels.attention import AttentionShape, attended_pairs, attention_flops
-from profan.cost.kernels.model import (
-    KernelCall,
-    KernelCost,
-    Params,
-    arrays,
-    new_cost,
-    result_arrays,
-)
+from profan.cost.kernels.model import KernelCall, KernelCost, Params
 from profan.hlo.model import Shape
 
 _BLOCK = re.compile(r"block_(q|kv)(?:_(dkv|dq))?(_compute)?_(\d+)")
@@ -121,7 +115,7 @@ def _fetches(shape: Shape, role: str, heads: int, q_len: int, kv_len: int,
 def blocked_attention(call: KernelCall, params: Params) -> KernelCost:
     """FLOPs and block-by-block HBM traffic of a Pallas splash/flash attention kernel."""
     phase = str(params.get("phase", "fwd"))
-    cost = new_cost(call, params, "blocked-attention", "lower-bound")
+    cost = kernel.new_cost(call, params, "blocked-attention", "lower-bound")
     found = _qkv(call.operands)
     if found is None:
         cost.derivation.append("no Q/K/V operands found: bytes are operands + results")
@@ -141,12 +135,12 @@ def blocked_attention(call: KernelCall, params: Params) -> KernelCost:
         q_blocks * kv_blocks)  # fmt: skip
     read = 0.0
     for index, shape in enumerate(call.operands):
-        for leaf in arrays(shape):
+        for leaf in kernel.arrays(shape):
             role = "q" if index == found[0] else "kv" if index in found[1:] else ""
             times = _fetches(leaf, role, heads, q_len, kv_len, kept / kv_blocks,
                              kept / q_blocks, phase)  # fmt: skip
             read += times * xla_shape_size(leaf)
-    written = float(sum(xla_shape_size(leaf) for leaf in result_arrays(call, params)))
+    written = float(sum(xla_shape_size(leaf) for leaf in kernel.result_arrays(call, params)))
     cost.bytes_read, cost.bytes_written = read, written
     cost.dtype = q.dtype
     shape = AttentionShape(1, heads, q_len, kv_len, q.dims[-1], v.dims[-1],
