@@ -125,11 +125,13 @@ ENTRY %main (q: bf16[8,2048,128], k: bf16[8,2048,128], v: bf16[8,2048,128]) -> b
 def test_synthetic_splash_attention_from_its_shapes(name: str, per_pair: int) -> None:
     kernel = _cost(SPLASH.replace("NAME", name))
     # q, k, v [heads=8, S=2048, D=128] found after the two mask operands; the mask is data:
-    # a "causal" kernel name counts causal pairs; otherwise causal pairs as a lower bound
-    assert kernel.flops == 2 * 8 * CAUSAL_PAIRS * per_pair
-    expected_source = "shape-signature" if "causal" in name else "lower-bound"
-    assert kernel.flops_source == expected_source
-    assert kernel.model == "pallas" and kernel.bytes_source == "lower-bound"
+    # a "causal" kernel name counts causal pairs (no block sizes: a lower bound); otherwise a
+    # full mask, an upper bound
+    causal = "causal" in name
+    assert kernel.flops == 2 * 8 * (CAUSAL_PAIRS if causal else FULL_PAIRS) * per_pair
+    assert kernel.flops_source == ("lower-bound" if causal else "upper-bound")
+    # no block sizes in the name: one block spans the sequence, operands read once
+    assert kernel.model == "blocked-attention" and kernel.bytes_source == "lower-bound"
 
 
 def test_synthetic_splash_with_a_user_rule_saying_no_mask(tmp_path, monkeypatch) -> None:

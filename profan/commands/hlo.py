@@ -1,4 +1,9 @@
-"""``profan hlo FILE``: parse an HLO dump and summarise it (optionally with a roofline)."""
+"""``profan hlo FILE``: parse an HLO dump and summarise it (optionally with a roofline).
+
+``FILE`` may also be XProf's op profile (the ``op_profile`` tool's JSON, ``.json`` or
+``.json.gz``): each program it lists is rebuilt from its ops' lines and fused bodies
+(``profan.xprof``) and summarised the same way; with ``--chip`` every op gets its roofline, and
+``--json`` adds what the profile measured per op when the file kept its metrics."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from profan.errors import ConfigError, ProfanError
+from profan.errors import ConfigError, HloSyntaxError, ProfanError
 from profan.hlo import Module, parse_file, views
 from profan.hlo.model import Instruction
 from profan.hlo.opcodes import (
@@ -24,15 +29,24 @@ from profan.report import module_table
 from profan.report.layout import Style, terminal_width, use_colour
 from profan.roofline import score_module
 from profan.sharding import describe
+from profan.xprof import ProfiledProgram, program_module, read_op_profile
 
-HELP = "parse an HLO text dump and summarise it: computations, ops by opcode, collectives"
+HELP = (
+    "parse an HLO text dump (or an XProf op profile .json/.json.gz) and summarise it: "
+    "computations, ops by opcode, collectives"
+)
+OP_PROFILE_SUFFIXES = (".json", ".json.gz")
 
 # Collectives whose device groups the summary lists (send/recv talk to one channel peer).
 _SUMMARISED_KINDS = GROUPED_COLLECTIVE_KINDS | PAIRED_COLLECTIVE_KINDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="HLO text (a dump or compiled.as_text())")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="HLO text (a dump or compiled.as_text()), or XProf's op profile (.json, .json.gz)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument(
         "--chip",
@@ -118,12 +132,73 @@ def _print_text(summary: dict[str, Any]) -> None:
             print(f"  {c['opcode']:26s} {c['name']:32s} {c['shape']:28s} {groups}{extra}")
 
 
+def _print_table(table: pd.DataFrame, chip: str, top: int) -> None:
+    style = Style(use_colour(sys.stdout))
+    width = terminal_width(sys.stdout)
+    print()
+    print("\n".join(module_table.render(table, chip, top=top, width=width, style=style)))
+
+
+def _measured(program: ProfiledProgram) -> list[dict[str, Any]]:
+    """What the op profile measured per op (one occurrence), where the file kept it."""
+    rows = []
+    for op in program.ops:
+        if op.metrics is not None:
+            row = {"name": op.name, "occurrences": op.metrics.occurrences}
+            row.update(time_s=op.metrics.time_s, flops=op.metrics.flops)
+            row.update(hbm_bytes=op.metrics.hbm_bytes)
+            rows.append(row)
+    return rows
+
+
+def op_profile_programs(path: str) -> list[tuple[ProfiledProgram, Module]]:
+    """Every program of an op profile with the module rebuilt from its ops."""
+    profile = read_op_profile(path)
+    rebuilt = []
+    for program in profile.programs:
+        try:
+            rebuilt.append((program, program_module(program)))
+        except HloSyntaxError as error:
+            raise error.with_file(f"{path} (program {program.name or '?'})") from None
+    return rebuilt
+
+
+def _run_op_profile(args: argparse.Namespace) -> int:
+    programs = op_profile_programs(args.file)
+    if args.json:
+        entries = []
+        for program, module in programs:
+            entry: dict[str, Any] = {"program": program.name, "program_id": program.program_id}
+            entry.update(summarise(module))
+            if args.chip:
+                table = roofline_table(module, args.chip)
+                entry["roofline"] = json.loads(table.to_json(orient="records"))
+            measured = _measured(program)
+            if measured:
+                entry["measured"] = measured
+            entries.append(entry)
+        json.dump({"op_profile": args.file, "programs": entries}, sys.stdout, indent=1)
+        print()
+        return 0
+    for index, (program, module) in enumerate(programs):
+        if index:
+            print()
+        ident = f" ({program.program_id})" if program.program_id else ""
+        print(f"op profile program {program.name or '(unnamed)'}{ident}: {len(program.ops)} ops")
+        _print_text(summarise(module))
+        if args.chip:
+            _print_table(roofline_table(module, args.chip), args.chip, args.top)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.top < 1:
+        raise ConfigError("--top must be at least 1")
+    if str(args.file).lower().endswith(OP_PROFILE_SUFFIXES):
+        return _run_op_profile(args)
     module = parse_file(args.file)
     summary = summarise(module)
     table = roofline_table(module, args.chip) if args.chip else None
-    if args.top < 1:
-        raise ConfigError("--top must be at least 1")
     if args.json:
         if table is not None:
             summary["roofline"] = json.loads(table.to_json(orient="records"))
@@ -132,10 +207,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(summary)
     if table is not None:
-        style = Style(use_colour(sys.stdout))
-        width = terminal_width(sys.stdout)
-        print()
-        print(
-            "\n".join(module_table.render(table, args.chip, top=args.top, width=width, style=style))
-        )
+        _print_table(table, args.chip, args.top)
     return 0

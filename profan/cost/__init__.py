@@ -2,9 +2,10 @@
 
 ``CostModel(module).estimate(instruction) -> OpCost`` (``estimate(instruction, module=None)`` for
 one call).  The counting rules follow XLA's ``HloCostAnalysis`` (so module totals agree with
-``compiled.cost_analysis()``), with two TPU refinements the TPU compiler's own per-op figures
-show: arrays outside HBM (``S(n)``, n != 0) cost no HBM bytes, and tiled layouts cost their padded
-size.
+``compiled.cost_analysis()``), with the TPU refinements the TPU compiler's own per-op figures
+show (docs/tpu_golden.md): arrays outside HBM (``S(n)``, n != 0) cost no HBM bytes, an array
+moves its elements (not its tiles' padding), and what a fusion only hands through (in-place
+pass-throughs, a carried async collective: ``inflight``) costs it nothing.
 
 Without a module (a single pasted line) operand shapes come from the text when it printed them;
 a fusion's FLOPs are then ``None`` (its body is unknown) — never a guess.

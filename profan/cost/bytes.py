@@ -114,8 +114,11 @@ def hbm_bytes(shape: Shape | None) -> int:
 
 
 def xla_shape_size(shape: Shape | None) -> int:
-    """XLA's default ``ShapeSize`` as its cost analysis uses it: an array's bytes, and for a
-    tuple only its pointer table (8 bytes per element) — not its leaves.  Non-HBM arrays cost 0.
+    """The bytes XLA's cost analysis charges for moving a value: an array's elements (not its
+    tiling padding: the TPU compiler's per-op figures count ``u32[10,4]{0,1:T(4,128)}`` as 160
+    bytes, not the 2 KiB its tiles occupy), and for a tuple only its pointer table (8 bytes per
+    element), not its leaves.  Non-HBM arrays cost 0.  (What a buffer occupies, padding
+    included, is ``array_bytes``.)
     """
     if shape is None:
         return 0
@@ -123,7 +126,7 @@ def xla_shape_size(shape: Shape | None) -> int:
         return TUPLE_POINTER_BYTES * len(shape.tuple_shapes)
     if not shape.is_array or not in_hbm(shape):
         return 0
-    return array_bytes(shape)
+    return logical_bytes(shape)
 
 
 def padding_ratio(shape: Shape) -> float:

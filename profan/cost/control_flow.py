@@ -4,7 +4,7 @@ of the called computations, counted as XLA's cost analysis counts them (a loop b
 from __future__ import annotations
 
 from profan.cost.collectives import attach, collective_info, wrapped_collective
-from profan.cost.context import CostContext
+from profan.cost.context import CostContext, size
 from profan.cost.kernels.model import weaker_source
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
@@ -17,10 +17,27 @@ def _larger(first: float | None, second: float | None) -> float | None:
     return None if first is None or second is None else max(first, second)
 
 
+def _loop_alone(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
+    """A ``while`` seen without its body (an op profile, a pasted line): its own figures.  Its
+    body's ops run, and are costed, as ops of their own; the loop state stays in its buffers
+    (the result aliases the operand), so the loop itself moves only the state's pointer tables
+    and does no math."""
+    cost.flops = cost.transcendentals = 0.0
+    cost.hbm_bytes_read = float(sum(size(s) for s in model.operand_shapes(instruction)))
+    cost.hbm_bytes_written = float(size(instruction.shape))
+    cost.derivation.append(
+        "while without its body: its own figures (the body's ops are costed as ops of their "
+        "own; the loop state stays in place: only its pointer tables move)"
+    )
+    return cost
+
+
 def control_flow(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
     names = called_computations(instruction)
     computations = [model.callee(name) for name in names]
     if not names or any(c is None for c in computations):
+        if instruction.opcode == "while" and instruction.shape.is_tuple:
+            return _loop_alone(instruction, model, cost)
         cost.flops = cost.transcendentals = None
         cost.derivation.append(f"{instruction.opcode}: called computations not available")
         return cost

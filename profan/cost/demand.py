@@ -13,6 +13,8 @@ demand from the fusion's outputs back to its parameters, element counts only (no
 * ``reduce``, ``reduce-window``, ``concatenate`` need their operands in proportion;
 * the operand 0 of a ``dynamic-update-slice`` supplies the elements the update does not
   overwrite, none when the update happens in place on a fusion output aliased to a parameter;
+* a nested fusion needs of each operand what its own body needs of that parameter (a scanned
+  layer's ``dynamic-slice`` of the stacked weights inside the matmul's operand fusion);
 * every other op (dots, convolutions, sorts, scatters, custom calls, ...) needs its operands
   whole.
 
@@ -23,9 +25,12 @@ sectors HBM really moves.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 from profan.cost.context import CostContext, size
 from profan.hlo.model import Computation, Instruction
 from profan.hlo.opcodes import ELEMENTWISE_OPCODES
+from profan.hlo.views import called_computations
 
 _PASS_THROUGH = ELEMENTWISE_OPCODES | {"bitcast", "reshape", "copy", "transpose", "reverse"}
 _AT_MOST_DEMANDED = frozenset({"slice", "dynamic-slice", "gather", "broadcast", "pad"})
@@ -34,7 +39,11 @@ _ALIASES = frozenset({"bitcast", "reshape", "copy"})
 
 
 def _elements(instruction: Instruction) -> int:
-    return instruction.shape.num_elements
+    """Elements of a value (a tuple's: all its arrays')."""
+    shape = instruction.shape
+    if shape.is_tuple:
+        return sum(leaf.num_elements for leaf in shape.leaves() if leaf.is_array)
+    return shape.num_elements
 
 
 def _operand_names(instruction: Instruction) -> list[str]:
@@ -65,6 +74,9 @@ def _is_parameter(name: str, body: Computation) -> bool:
     return found is not None and found.opcode == "parameter"
 
 
+Nested = Callable[[Instruction, int], "float | None"]
+
+
 def _contribution(
     user: Instruction,
     index: int,
@@ -72,15 +84,22 @@ def _contribution(
     wanted: float,
     body: Computation,
     outputs: set[str],
+    nested: Nested,
 ) -> float:
     """Elements of ``operand`` (operand ``index`` of ``user``) that ``wanted`` demanded elements
     of ``user`` need."""
     if wanted <= 0:
         return 0.0
     whole = float(_elements(operand))
+    opcode = user.opcode
+    if opcode == "fusion":
+        inner = nested(user, index)
+        if inner is not None:
+            produced = float(sum(leaf.num_elements for leaf in user.shape.leaves()))
+            share = min(1.0, wanted / produced) if produced else 1.0
+            return min(whole, inner * share)
     if user.shape.is_tuple or not user.shape.is_array:
         return whole  # multi-output ops: no per-element reading
-    opcode = user.opcode
     produced = float(_elements(user))
     if opcode in _PASS_THROUGH:
         return min(whole, wanted)
@@ -97,8 +116,29 @@ def _contribution(
     return whole
 
 
+def _nested_demand(model: CostContext) -> Nested:
+    """What a nested fusion's body needs of its parameter ``index`` (``None``: body unknown)."""
+
+    known: dict[str, dict[str, float]] = {}
+
+    def demand_of(user: Instruction, index: int) -> float | None:
+        names = called_computations(user)
+        inner = model.callee(names[0]) if names else None
+        if inner is None:
+            return None
+        parameter = next((p for p in inner.params if p.parameter_number == index), None)
+        if parameter is None:
+            return None
+        if inner.name not in known:
+            known[inner.name] = demanded_elements(inner, model)
+        return known[inner.name].get(parameter.name, 0.0)
+
+    return demand_of
+
+
 def demanded_elements(body: Computation, model: CostContext) -> dict[str, float]:
     """Instruction name -> how many of its output elements the fusion's outputs need."""
+    nested = _nested_demand(model)
     demand: dict[str, float] = {}
     outputs = _outputs(body)
     users = {instruction.name: model.users(instruction) for instruction in body.instructions}
@@ -118,7 +158,7 @@ def demanded_elements(body: Computation, model: CostContext) -> dict[str, float]
             operand = body.get(name)
             if operand is None:
                 continue
-            part = _contribution(instruction, index, operand, wanted, body, outputs)
+            part = _contribution(instruction, index, operand, wanted, body, outputs, nested)
             if instruction.opcode == "tuple" and instruction.is_root:
                 part = 0.0
             demand[name] = demand.get(name, 0.0) + part
@@ -130,13 +170,17 @@ def demanded_elements(body: Computation, model: CostContext) -> dict[str, float]
     return demand
 
 
-def parameter_read_bytes(body: Computation, model: CostContext) -> tuple[float, list[str]]:
-    """Bytes the fusion reads of all its parameters given what its outputs need, and a note for
-    each parameter it reads only in part."""
+def parameter_read_bytes(
+    body: Computation, model: CostContext, skip: Collection[int] = ()
+) -> tuple[float, list[str]]:
+    """Bytes the fusion reads of all its parameters (but those numbered in ``skip``) given what
+    its outputs need, and a note for each parameter it reads only in part."""
     demand = demanded_elements(body, model)
     total = 0.0
     notes: list[str] = []
     for parameter in body.params:
+        if parameter.parameter_number in skip:
+            continue
         pieces = (
             [u for u in model.users(parameter) if u.opcode == "get-tuple-element"]
             if parameter.shape.is_tuple

@@ -3,10 +3,11 @@
 Build one ``CostModel(module)`` per module and ask it ``estimate(instruction)`` for each op: the
 per-module lookups (users, called computations' costs) are kept between calls.  The counting
 rules follow XLA's ``HloCostAnalysis`` (so module totals agree with ``compiled.cost_analysis()``),
-with two TPU refinements the TPU compiler's own per-op figures show: arrays outside HBM (``S(n)``,
-n != 0) cost no HBM bytes, and tiled layouts cost their padded size.  Each opcode's rule lives in
-the module named after what it costs (elementwise, matmul, reduce, movement, collectives,
-control_flow, fusion, custom_calls, fft).
+with the TPU refinements the TPU compiler's own per-op figures show (docs/tpu_golden.md): arrays
+outside HBM (``S(n)``, n != 0) cost no HBM bytes, an array moves its elements (not its tiles'
+padding), and what a fusion only hands through costs it nothing (``inflight``).  Each opcode's
+rule lives in the module named after what it costs (elementwise, matmul, reduce, movement,
+collectives, control_flow, fusion, custom_calls, fft).
 """
 
 from __future__ import annotations

@@ -1,26 +1,49 @@
 """Fusions: FLOPs summed over the fused body; HBM bytes only at the fusion's boundary, with what
-the body really reads of each parameter (a slice reads only the slice) and really writes (a
-dynamic-update-slice writes only its update)."""
+the body really reads of each parameter (a slice reads only the slice, also through a nested
+fusion: a scanned layer's weights are read one layer at a time) and really writes (a
+dynamic-update-slice writes only its update); what the fusion only hands through (in-place
+pass-throughs, the async collectives it carries: ``profan.cost.inflight``) costs it nothing."""
 
 from __future__ import annotations
 
 from profan.cost.collectives import attach, collective_info, fused_collective_kind
 from profan.cost.context import CostContext, first_array, size
 from profan.cost.demand import parameter_read_bytes
+from profan.cost.inflight import InFlight, in_flight
 from profan.cost.matmul import mark_matrix_math
 from profan.cost.model import OpCost
 from profan.hlo.model import Computation, Instruction
 from profan.hlo.views import called_computations
 
 
+def _nested_parameter(user: Instruction, index: int, model: CostContext) -> Instruction | None:
+    """Parameter ``index`` of the computation the nested fusion ``user`` calls."""
+    names = called_computations(user)
+    body = model.callee(names[0]) if names else None
+    if body is None:
+        return None
+    return next((p for p in body.params if p.parameter_number == index), None)
+
+
 def _parameter_read_bytes(parameter: Instruction, model: CostContext) -> float:
-    """Bytes a fusion reads for one fused parameter (XLA's rules: slices read only the slice)."""
-    read = 0.0
-    shared = False
+    """Bytes a fusion reads for one fused parameter (XLA's ``FusionParameterReadBytes``: slices
+    read only the slice; a nested fusion reads what its own parameter reads)."""
     own = float(size(parameter.shape))
+    # a parameter that is its computation's result (a nested operand fusion that only hands
+    # it on) is read whole
+    read = own if parameter.is_root else 0.0
+    shared = parameter.is_root
     for user in model.users(parameter):
         opcode = user.opcode
-        if opcode == "slice":
+        if opcode == "fusion":
+            indices = [i for i, o in enumerate(user.operands) if o.name == parameter.name]
+            inner = [_nested_parameter(user, i, model) for i in indices]
+            if all(p is not None for p in inner):
+                read += sum(_parameter_read_bytes(p, model) for p in inner if p is not None)
+            elif not shared:
+                shared = True
+                read += own
+        elif opcode == "slice":
             read += size(user.shape)
         elif opcode == "dynamic-slice":
             if user.operands and user.operands[0].name.lstrip("%") == parameter.name:
@@ -63,16 +86,23 @@ def _in_place_scatter_bytes(
 
 
 def _written_bytes(
-    fusion: Instruction, body: Computation, model: CostContext, *, through_aliases: bool = False
+    fusion: Instruction,
+    body: Computation,
+    model: CostContext,
+    passing: InFlight,
+    *,
+    through_aliases: bool = False,
 ) -> float:
     """Each output array written once; an in-place dynamic-update-slice writes only its update
     (XLA's accounting looks at the output's producer; ``through_aliases`` also finds the update
-    behind a bitcast of it)."""
+    behind a bitcast of it); an output the fusion only hands through is not written."""
     root = body.root
     written = 0.0
     shape = fusion.shape
     out_leaves = list(shape.tuple_shapes) if shape.is_tuple else [shape]
     for index, leaf in enumerate(out_leaves):
+        if index in passing.outputs:
+            continue
         if not leaf.is_array:
             if leaf.is_tuple:
                 written += sum(size(x) for x in leaf.leaves() if x.is_array)
@@ -92,17 +122,17 @@ def _written_bytes(
 
 
 def _demanded_bytes(
-    instruction: Instruction, body: Computation, model: CostContext, cost: OpCost
+    instruction: Instruction, body: Computation, model: CostContext, cost: OpCost, passing: InFlight
 ) -> None:
     """The roofline's bytes: what the body's outputs need of each parameter
     (``profan.cost.demand``), where that is less than XLA's accounting."""
-    read, partial = parameter_read_bytes(body, model)
+    read, partial = parameter_read_bytes(body, model, skip=passing.parameters)
     read += sum(
         size(c.shape)
         for c in body.instructions
         if c.opcode == "constant" and c.shape.num_elements > 1
     )
-    written = _written_bytes(instruction, body, model, through_aliases=True)
+    written = _written_bytes(instruction, body, model, passing, through_aliases=True)
     if read + written >= cost.hbm_bytes:
         return
     cost.roofline_hbm_bytes = read + written
@@ -145,11 +175,13 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
         if array is not None:
             cost.dtype = array.dtype
         mark_matrix_math(dots[0], cost)
-    written = _written_bytes(instruction, body, model)
+    passing = in_flight(instruction, body, model)
+    written = _written_bytes(instruction, body, model, passing)
     # Inputs: per fused parameter, what its users actually read; plus big constants.
     read = 0.0
     for parameter in body.params:
-        read += _parameter_read_bytes(parameter, model)
+        if parameter.parameter_number not in passing.parameters:
+            read += _parameter_read_bytes(parameter, model)
     for constant in body.instructions:
         if constant.opcode == "constant" and constant.shape.num_elements > 1:
             read += size(constant.shape)
@@ -162,7 +194,19 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
             "though XLA's accounting charges the whole buffer"
         )
     else:
-        _demanded_bytes(instruction, body, model, cost)
+        _demanded_bytes(instruction, body, model, cost, passing)
+    if passing:
+        carried = ", ".join(passing.collectives)
+        cost.derivation.append(
+            f"outputs {sorted(passing.outputs)} and parameters {sorted(passing.parameters)} only "
+            "pass through in place"
+            + (
+                f"; {carried} is carried asynchronously (its bytes are the async-collective "
+                "start/done ops')"
+                if carried
+                else ""
+            )
+        )
     cost.derivation.append(
         f"fusion: FLOPs summed over {body.name} ({len(body.instructions)} instructions); "
         "bytes at the fusion boundary only"

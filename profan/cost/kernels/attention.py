@@ -9,6 +9,7 @@ v_head_dim)`` (2.5x the forward when the head dims are equal); one exponential p
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from profan.cost.flops import FMA_FLOPS
@@ -175,8 +176,17 @@ def _attention_operands(operands: list[Shape | None]) -> tuple[Shape, Shape, Sha
 ATTENTION_WORDS = ("attention", "attn", "flash", "splash", "mha", "mqa", "gqa", "sdpa")
 
 
+# Pallas splash attention names each kernel ``splash_{mha,mqa}_{fwd,dq,dkv}...`` (and lists
+# every phase's block sizes after it: ``..._fwd_..._block_kv_dkv_512``, so its phase word wins).
+_SPLASH_PHASE = re.compile(r"splash_m[hq]a_(fwd|dq|dkv)")
+_PHASES = {"fwd": "forward", "dq": "dq", "dkv": "dkv"}
+
+
 def _direction_from_name(name: str) -> str:
     lowered = name.lower()
+    splash = _SPLASH_PHASE.search(lowered)
+    if splash:
+        return _PHASES[splash.group(1)]
     if "dkv" in lowered:
         return "dkv"
     if "_dq" in lowered or lowered.endswith("dq"):
@@ -202,11 +212,23 @@ def attention_shapes(call: KernelCall, params: Params) -> KernelCost:
     shape = AttentionShape(1, batch_heads, q.dims[-2], k.dims[-2], q.dims[-1], v.dims[-1],
                            math.prod(k.dims[:-2]))  # fmt: skip
     direction = str(params.get("direction") or _direction_from_name(call.name))
-    causal_param = params.get("causal")
-    if isinstance(causal_param, bool):
-        causal: str | None = "top-left" if causal_param else None
-        return _attention_cost(cost, shape, direction, causal, source="shape-signature")
-    if "causal" in call.name.lower():
+    return attention_cost(cost, shape, direction, params.get("causal"), call.name)
+
+
+def attention_cost(
+    cost: KernelCost,
+    shape: AttentionShape,
+    direction: str,
+    causal: object = None,
+    name: str = "",
+) -> KernelCost:
+    """Attention FLOPs with the mask the call tells: ``causal`` true/false (a kernel parameter),
+    a name that says ``causal``; else unknown, and the causal count is a lower bound (a full
+    mask does about twice the work)."""
+    if isinstance(causal, bool):
+        alignment: str | None = "top-left" if causal else None
+        return _attention_cost(cost, shape, direction, alignment, source="shape-signature")
+    if "causal" in name.lower():
         return _attention_cost(cost, shape, direction, "top-left", source="shape-signature")
     cost = _attention_cost(cost, shape, direction, "top-left", source="lower-bound")
     cost.derivation.append("mask unknown: causal pairs counted, a lower bound (full = about 2x)")

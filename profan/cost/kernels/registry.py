@@ -14,7 +14,7 @@ from typing import Literal
 
 import msgspec
 
-from profan.cost.kernels import attention, gemm, opaque
+from profan.cost.kernels import attention, blocked, gemm, opaque
 from profan.cost.kernels.model import KernelCall, KernelCost, Params, ParamValue
 from profan.errors import ConfigError
 from profan.paths import data_path
@@ -25,7 +25,7 @@ USER_KERNELS_ENV = "PROFAN_KERNELS"
 
 ModelName = Literal[
     "gemm", "te-gemm", "grouped-gemm", "convolution", "cudnn-fmha", "te-attention",
-    "attention-shapes", "pallas", "opaque", "per-element", "no-work",
+    "attention-shapes", "blocked-attention", "pallas", "opaque", "per-element", "no-work",
 ]  # fmt: skip
 MODELS: tuple[str, ...] = typing.get_args(ModelName)
 
@@ -48,6 +48,9 @@ class KernelEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     description: str = ""
     source: str = ""
     params: dict[str, ParamValue] = {}
+    # kernel-name patterns, for targets many kernels share (every Pallas TPU kernel is a
+    # ``tpu_custom_call``): the entry matches only a call whose kernel name fits one
+    names: list[str] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +63,14 @@ class Rule:
     params: dict[str, ParamValue]
     description: str = ""
     origin: str = REGISTRY_FILE
+    names: tuple[str, ...] = ()
 
-    def matches(self, target: str) -> bool:
-        return any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets)
+    def matches(self, target: str, kernel_name: str = "") -> bool:
+        if not any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets):
+            return False
+        return not self.names or any(
+            fnmatch.fnmatchcase(kernel_name, pattern) for pattern in self.names
+        )
 
 
 def _rules_from_file(path: Path, origin: str) -> list[Rule]:
@@ -80,6 +88,7 @@ def _rules_from_file(path: Path, origin: str) -> list[Rule]:
                 dict(entry.params),
                 entry.description,
                 origin,
+                tuple(entry.names),
             )
         )
     return rules
@@ -109,16 +118,18 @@ def registry(extra: str | Path | None = None) -> list[Rule]:
     return rules + _BUILTIN
 
 
-def find_rule(target: str, rules: Sequence[Rule] | None = None) -> Rule | None:
+def find_rule(
+    target: str, rules: Sequence[Rule] | None = None, kernel_name: str = ""
+) -> Rule | None:
     for rule in registry() if rules is None else rules:
-        if rule.matches(target):
+        if rule.matches(target, kernel_name):
             return rule
     return None
 
 
 def cost_kernel(call: KernelCall, rules: Sequence[Rule] | None = None) -> KernelCost:
     """The cost of one custom call by the model its target maps to (``opaque`` if none)."""
-    rule = find_rule(call.target, rules)
+    rule = find_rule(call.target, rules, call.name)
     model = MODEL_FUNCTIONS[rule.model] if rule else opaque.opaque
     cost = model(call, rule.params if rule else {})
     cost.rule = rule.name if rule else ""
@@ -136,7 +147,7 @@ def cost_kernel(call: KernelCall, rules: Sequence[Rule] | None = None) -> Kernel
 # Models whose FLOPs are matmuls: gemms, convolutions, attention.
 MATRIX_MODELS = frozenset(
     {"gemm", "te-gemm", "grouped-gemm", "convolution", "cudnn-fmha", "te-attention",
-     "attention-shapes"}
+     "attention-shapes", "blocked-attention"}
 )  # fmt: skip
 MODEL_FUNCTIONS: dict[str, Callable[[KernelCall, Params], KernelCost]] = {
     "gemm": gemm.gemm,
@@ -146,6 +157,7 @@ MODEL_FUNCTIONS: dict[str, Callable[[KernelCall, Params], KernelCost]] = {
     "cudnn-fmha": attention.cudnn_fmha,
     "te-attention": attention.te_attention,
     "attention-shapes": attention.attention_shapes,
+    "blocked-attention": blocked.blocked_attention,
     "pallas": opaque.pallas,
     "opaque": opaque.opaque,
     "per-element": opaque.per_element,
