@@ -300,3 +300,19 @@ def test_screenshots(launched: Any, fixture_page: dict, tmp_path: Path) -> None:
             colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
             assert colours is None or len(colours) > 20, f"{name} looks blank"
         assert path.stat().st_size < 250_000, f"{name}: {path.stat().st_size} bytes"
+
+
+def test_a_page_from_a_plain_json_report_says_what_it_lacks(
+    launched: Any, fixture_page: dict, tmp_path: Path
+) -> None:
+    """``profan report report.json --format html`` (a JSON report built without the page's data):
+    the table, charts and findings work; the timeline and the HLO say why they are missing."""
+    _profan("report", str(fixture_page["out"] / "report.json"), "--format", "html", "--out",
+            str(tmp_path))  # fmt: skip
+    with visit(launched, tmp_path / "report.html") as seen:
+        page = seen.page
+        assert "carries no timeline" in page.text_content("#tl-wrap")
+        page.click("#ops-table tbody tr")
+        assert "built without the page's data" in page.text_content("#detail")
+        assert page.eval_on_selector_all("#roofline circle.point", "c => c.length") > 0
+        assert seen.errors == []

@@ -16,7 +16,7 @@ from profan.hlo.printer import computation_to_text, instruction_to_text
 from profan.hlo.views import called_computations, stack_trace
 from profan.report.model import OpEntry, Report
 from profan.report.slices import StepSlices, Timeline, encode_column
-from profan.report.summary import op_groups
+from profan.report.summary import op_identity
 from profan.trace.profile import Profile
 
 # A fused body longer than this many instructions is cut (the page says how many were left out).
@@ -50,16 +50,28 @@ def _add_detail(entry: OpEntry, profile: Profile) -> None:
             entry.fused_body = "\n".join(lines)
 
 
+def _codes(column: pd.Series) -> tuple[np.ndarray, list]:
+    """Each row's code (-1 where missing) and the distinct values, without making a string of
+    every row (500k rows on the benchmark trace)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(dtype=np.int64), list(column.cat.categories)
+    codes, uniques = pd.factorize(column)
+    return codes.astype(np.int64), list(uniques)
+
+
 def _lanes(events: pd.DataFrame) -> tuple[np.ndarray, list[dict]]:
     """Each event's lane (one per host and device, ordered by host name, then device) and the
     lanes' descriptions."""
-    host_code, hosts = pd.factorize(events["host"].astype(str), sort=True)
+    host_code, hosts = _codes(events["host"])
+    names = [str(host) for host in hosts] + [""]  # code -1: no host
+    rank = np.argsort(np.argsort(names, kind="stable"), kind="stable")[host_code]
     device = events["device"].to_numpy(dtype=np.int64, na_value=-1)
     width = int(device.max()) + 2
-    keys, lane = np.unique(host_code.astype(np.int64) * width + device + 1, return_inverse=True)
+    lane, keys = pd.factorize(rank * width + device + 1, sort=True)
+    by_rank = sorted(names)
     lanes = [
         {
-            "host": str(hosts[int(key) // width]),
+            "host": by_rank[int(key) // width],
             "device": None if key % width == 0 else int(key % width) - 1,
         }
         for key in keys
@@ -68,8 +80,16 @@ def _lanes(events: pd.DataFrame) -> tuple[np.ndarray, list[dict]]:
 
 
 def _op_of_events(events: pd.DataFrame, ops: list[OpEntry]) -> tuple[np.ndarray, list[str]]:
-    """Each event's index in ``ops``, or ``-(k + 1)`` for the k-th name of events without one."""
-    group_of, identities = op_groups(events)
+    """Each event's index in ``ops``, or ``-(k + 1)`` for the k-th name of events without one.
+    Events are many and ops few: each distinct (module, program, name) is looked up once."""
+    key = np.zeros(len(events), dtype=np.int64)
+    for column in ("module", "module_key", "op_name"):
+        codes, values = _codes(events[column])
+        key = key * (len(values) + 1) + codes + 1
+    group_of, distinct = pd.factorize(key)  # groups numbered in order of first appearance
+    first = np.empty(len(distinct), dtype=np.int64)
+    first[group_of[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write is the first row
+    identities = op_identity(events.iloc[first], "op_name")
     index = {(op.module, op.program or "", op.name): i for i, op in enumerate(ops)}
     names: dict[str, int] = {}
     per_group = np.empty(len(identities), dtype=np.int64)
