@@ -64,12 +64,15 @@ def _check_slices(report: Report, events: pd.DataFrame) -> int:
     start and duration (to the nanosecond) and op name."""
     timeline = report.timeline
     assert timeline is not None
+    clock_offsets = {row["host"]: row["clock_offset_s"] for row in report.hosts}
     assert timeline.outside_steps == int(events["step"].isna().sum())
     checked = 0
     for step in timeline.steps:
         columns = step.columns()
         assert {len(c) for c in columns.values()} == {step.count}
         mine = events[events["step"] == step.step]
+        # hosts' clocks aligned as the cross-host view aligns them
+        offset = mine["host"].astype(str).map(clock_offsets).fillna(0.0).to_numpy()
         lanes = [timeline.lanes[k] for k in columns["lane"]]
         got = pd.DataFrame(
             {
@@ -86,7 +89,7 @@ def _check_slices(report: Report, events: pd.DataFrame) -> int:
             {
                 "host": mine["host"].astype(str).to_numpy(),
                 "device": mine["device"].astype(object).to_numpy(),
-                "start_ns": np.rint((mine["start_s"].to_numpy() - step.start_s) * 1e9),
+                "start_ns": np.rint((mine["start_s"].to_numpy() - offset - step.start_s) * 1e9),
                 "duration_ns": np.rint(mine["duration_s"].to_numpy() * 1e9),
                 "name": mine["op_name"].astype(str).to_numpy(),
             }

@@ -108,7 +108,7 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
     op, names = _op_of_events(events, ops)
     step = events["step"].to_numpy(dtype=np.int64, na_value=-1)
     in_step = events["step"].notna().to_numpy()
-    start = events["start_s"].to_numpy(dtype=float)
+    start = events["start_s"].to_numpy(dtype=float) - _clock_offsets(profile, events)
     duration = events["duration_s"].to_numpy(dtype=float)
     chosen = np.flatnonzero(in_step)
     outside = int(len(events) - len(chosen))
@@ -144,13 +144,27 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
     return Timeline(lanes=lanes, names=names, steps=steps, outside_steps=outside, notes=notes)
 
 
+def _clock_offsets(profile: Profile, events: pd.DataFrame) -> np.ndarray | float:
+    """Each event's host clock offset (``profan.trace.hosts``: hosts' clocks aligned on the ends
+    of the collectives they all ran), so the lanes of different hosts line up."""
+    if profile.hosts is None:
+        return 0.0
+    offsets = {row.host: row.clock_offset_s for row in profile.hosts.hosts}
+    codes, hosts = _codes(events["host"])
+    per_code = np.array([offsets.get(str(host), 0.0) for host in hosts] + [0.0])
+    return per_code[codes]
+
+
 def _notes(profile: Profile, lanes: list[dict]) -> list[str]:
+    notes = []
+    if profile.hosts is not None:
+        notes.append("hosts' clocks aligned as in the cross-host view: " + profile.hosts.alignment)
     shown = {lane["host"] for lane in lanes}
     hidden = [host for host in profile.device.hosts if host not in shown]
-    if not hidden:
-        return []
-    return [
-        f"only host {', '.join(sorted(shown))} is drawn: a profile of this size keeps the op "
-        f"executions of its median host alone ({len(hidden)} other host(s) are in the "
-        "cross-host view)"
-    ]
+    if hidden:
+        notes.append(
+            f"only host {', '.join(sorted(shown))} is drawn: a profile of this size keeps the op "
+            f"executions of its median host alone ({len(hidden)} other host(s) are in the "
+            "cross-host view)"
+        )
+    return notes
