@@ -28,15 +28,16 @@ const roofline = {
     const sy = (v) => H - bottom - (Math.log10(v) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0)) * (H - top - bottom);
     const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "chart", role: "img",
       "aria-label": "roofline: achieved FLOP/s against arithmetic intensity, one point per op" });
-    for (let e = Math.log10(x0); e <= Math.log10(x1) + 1e-9; e++) {
+    const xEvery = Math.ceil((Math.log10(x1) - Math.log10(x0)) / 9), yEvery = Math.ceil((Math.log10(y1) - Math.log10(y0)) / 9);
+    for (let e = Math.round(Math.log10(x0)); e <= Math.log10(x1) + 1e-9; e++) {
       const x = sx(Math.pow(10, e));
-      chart.append(svg("line", { x1: x, x2: x, y1: top, y2: H - bottom, class: "grid" }),
-        svg("text", { x, y: H - bottom + 16, "text-anchor": "middle", class: "tick" }, fmtSI(Math.pow(10, e))));
+      chart.append(svg("line", { x1: x, x2: x, y1: top, y2: H - bottom, class: "grid" }));
+      if (e % xEvery === 0) chart.append(svg("text", { x, y: H - bottom + 16, "text-anchor": "middle", class: "tick" }, decadeLabel(e)));
     }
-    for (let e = Math.log10(y0); e <= Math.log10(y1) + 1e-9; e++) {
+    for (let e = Math.round(Math.log10(y0)); e <= Math.log10(y1) + 1e-9; e++) {
       const y = sy(Math.pow(10, e));
-      chart.append(svg("line", { x1: left, x2: W - right, y1: y, y2: y, class: "grid" }),
-        svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, fmtSI(Math.pow(10, e))));
+      chart.append(svg("line", { x1: left, x2: W - right, y1: y, y2: y, class: "grid" }));
+      if (e % yEvery === 0) chart.append(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, decadeLabel(e)));
     }
     chart.append(
       svg("text", { x: (left + W - right) / 2, y: H - 8, "text-anchor": "middle", class: "axis" }, "arithmetic intensity (FLOPs per HBM byte)"),
@@ -90,6 +91,13 @@ const roofline = {
   },
 };
 
+// 10^e as an axis label: SI prefixes upwards, decimals down to 0.001, then 1e-N.
+function decadeLabel(e) {
+  if (e >= 3) return fmtSI(Math.pow(10, e));
+  if (e >= -3) return String(Number(Math.pow(10, e).toFixed(3)));
+  return "1e" + e;
+}
+
 const stepsChart = {
   init() {
     const box = document.getElementById("steps-chart");
@@ -101,6 +109,7 @@ const stepsChart = {
     const W = 640, H = 400, left = 64, right = 10, top = 14, bottom = 44;
     const tallest = Math.max(...steps.map((s) => s.measured_s));
     const width = Math.min((W - left - right) / steps.length, 48);
+    const first = left + (W - left - right - width * steps.length) / 2; // few steps: centred
     const sy = (v) => (H - top - bottom) * v / tallest;
     const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "chart", role: "img",
       "aria-label": "step time by bound, one bar per step" });
@@ -113,7 +122,7 @@ const stepsChart = {
     const bounds = [...new Set(steps.flatMap((s) => Object.keys(s).filter((k) => k.startsWith("share_") && s[k] > 0)))].map((k) => k.slice(6));
     const every = Math.max(1, Math.ceil(steps.length / 12));
     steps.forEach((step, k) => {
-      const x = left + k * width;
+      const x = first + k * width;
       const group = svg("g", { class: "step-bar", "data-step": step.step, tabindex: 0 });
       let y = H - bottom;
       const shares = bounds.map((b) => [b, step["share_" + b] || 0]);

@@ -85,9 +85,15 @@ const detail = {
     const chip = REPORT.chip;
     const terms = [
       ["compute", op.t_compute_s, `${fmtSI(op.flops)} FLOPs at the ${op.peak || "bf16"} peak`],
-      ["hbm", op.t_hbm_s, `${fmtSI(op.hbm_bytes, "B")} at ${fmtSI(chip.hbm_bytes_per_s_device, "B/s")}`],
+      ["hbm", op.t_hbm_s, op.t_hbm_s > 0 || !op.hbm_bytes
+        ? `${fmtSI(op.hbm_bytes, "B")} at ${fmtSI(chip.hbm_bytes_per_s_device, "B/s")}`
+        : `${fmtSI(op.hbm_bytes, "B")}, not timed against HBM for this op`],
       ["ici", op.t_ici_s, `${fmtSI(op.ici_bytes, "B")} over the interconnect`],
     ];
+    // a bound outside the three (host transfers over PCIe): its term is the ideal itself
+    if (op.roofline_s > Math.max(op.t_compute_s, op.t_hbm_s, op.t_ici_s) * (1 + 1e-9)) {
+      terms.push([op.bound_by, op.roofline_s, op.bound_by === "host" ? `${fmtSI(op.hbm_bytes, "B")} over the host link (PCIe)` : "the op's bounding term"]);
+    }
     const longest = Math.max(...terms.map((t) => t[1]), op.measured_s, 1e-30);
     const bar = (value, colour) => el("div", { class: "term-bar" },
       el("span", { style: `width:${(100 * value / longest).toFixed(2)}%;background:${colour}` }));
