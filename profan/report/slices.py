@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,21 +66,7 @@ class Timeline:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "lanes": self.lanes,
-            "names": self.names,
-            "outside_steps": self.outside_steps,
-            "notes": self.notes,
-            "steps": [
-                {
-                    "step": s.step,
-                    "start_s": s.start_s,
-                    "count": s.count,
-                    **{name: getattr(s, name) for name in COLUMN_TYPES},
-                }
-                for s in self.steps
-            ],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timeline:

@@ -109,7 +109,8 @@ def _bound_bar(report: Report) -> str:
         share = value / total
         label = f"{bound} {share:.0%}" if share >= 0.06 else ""
         parts.append(
-            f"<span class='bound-part b-{escape(bound)}' style='flex-grow:{share:.6f}' "
+            f"<span class='bound-part b-{escape(bound)}' style='flex-grow:{share:.6f};"
+            f"background:var(--b-{escape(bound)}, var(--b-other))' "
             f"title='{escape(bound)}: {seconds(value)} per device ({share:.1%})'>"
             f"{escape(label)}</span>"
         )

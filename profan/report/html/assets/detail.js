@@ -90,8 +90,14 @@ const detail = {
         : `${fmtSI(op.hbm_bytes, "B")}, not timed against HBM for this op`],
       ["ici", op.t_ici_s, `${fmtSI(op.ici_bytes, "B")} over the interconnect`],
     ];
-    // a bound outside the three (host transfers over PCIe): its term is the ideal itself
-    if (op.roofline_s > Math.max(op.t_compute_s, op.t_hbm_s, op.t_ici_s) * (1 + 1e-9)) {
+    // reports that time transcendentals on the chip's own unit (exp, log, tanh, …) carry a
+    // fourth term
+    if (op.t_transcendental_s) {
+      terms.push(["transcendental", op.t_transcendental_s,
+        `at ${fmtSI(chip.transcendentals_per_s_device)}/s, beside the compute units`]);
+    }
+    // a bound outside these terms (host transfers over PCIe): its term is the ideal itself
+    if (op.roofline_s > Math.max(...terms.map((t) => t[1])) * (1 + 1e-9)) {
       terms.push([op.bound_by, op.roofline_s, op.bound_by === "host" ? `${fmtSI(op.hbm_bytes, "B")} over the host link (PCIe)` : "the op's bounding term"]);
     }
     const longest = Math.max(...terms.map((t) => t[1]), op.measured_s, 1e-30);
