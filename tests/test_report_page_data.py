@@ -197,3 +197,22 @@ def test_rules_carry_their_thresholds(fixtures_dir: Path, tmp_path: Path) -> Non
         for name, value in entry["thresholds"].items():
             used = getattr(config, name)
             assert value == (list(used) if isinstance(used, tuple) else used)
+
+
+def test_synthetic_profile_without_steps_draws_as_one(fixtures_dir: Path) -> None:
+    """A corner case made from a real trace: its step column emptied, as for a trace with no
+    step markers.  The whole profile becomes one timeline entry, step -1."""
+    from dataclasses import replace
+
+    from profan.report.page_data import timeline
+    from profan.report.pipeline import analyse
+
+    analysis = analyse(fixtures_dir / "transformer")
+    report = report_for(fixtures_dir / "transformer")
+    events = analysis.profile.ops.assign(step=pd.array([None] * len(analysis.profile.ops), "Int64"))
+    built = timeline(replace(analysis.profile, ops=events), report.ops)
+    (whole,) = built.steps
+    assert whole.step == -1 and whole.count == len(events) and built.outside_steps == 0
+    assert whole.start_s == events["start_s"].min()
+    assert whole.columns()["start_ns"].min() == 0
+    assert any("no steps" in note for note in built.notes)

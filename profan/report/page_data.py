@@ -108,13 +108,14 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
     op, names = _op_of_events(events, ops)
     step = events["step"].to_numpy(dtype=np.int64, na_value=-1)
     in_step = events["step"].notna().to_numpy()
+    notes = _notes(profile, lanes)
+    if not in_step.any():  # no step marked at all: the whole profile is drawn as one, step -1
+        in_step = np.ones(len(events), dtype=bool)
+        notes.append("the trace marks no steps: the timeline shows the whole profile as one")
     start = events["start_s"].to_numpy(dtype=float) - _clock_offsets(profile, events)
     duration = events["duration_s"].to_numpy(dtype=float)
     chosen = np.flatnonzero(in_step)
     outside = int(len(events) - len(chosen))
-    notes = _notes(profile, lanes)
-    if len(chosen) == 0:
-        return Timeline(lanes=lanes, names=names, outside_steps=outside, notes=notes)
     order = chosen[np.lexsort((start[chosen], lane[chosen], step[chosen]))]
     step, lane, op = step[order], lane[order], op[order]
     start, duration = start[order], duration[order]
@@ -122,7 +123,11 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
     firsts = np.concatenate(([0], np.flatnonzero(np.diff(step)) + 1))
     ends = np.append(firsts[1:], len(order))
     origins = np.array(
-        [step_start.get(int(step[first]), start[first]) for first in firsts], dtype=float
+        [
+            step_start.get(int(step[first]), start[first:end].min())
+            for first, end in zip(firsts, ends, strict=True)
+        ],
+        dtype=float,
     )
     offset_ns = np.rint((start - np.repeat(origins, ends - firsts)) * 1e9)
     delta_ns = np.diff(offset_ns, prepend=0.0)

@@ -40,8 +40,8 @@ class StepSlices:
     starts at the sum of values 0..i, which compresses 3x better than the starts themselves),
     ``duration_ns`` (whole nanoseconds)."""
 
-    step: int
-    start_s: float  # the step's start, as ``Report.steps[].start_s``
+    step: int  # -1: the whole profile, when the trace marks no steps
+    start_s: float  # the step's start, as ``Report.steps[].start_s`` (step -1: the first op's)
     count: int
     lane: str
     op: str
