@@ -64,7 +64,7 @@ def test_report_terminal_plain_when_piped(env: dict[str, str]) -> None:
 
 def test_report_json_is_the_schema(env: dict[str, str], mlp_baseline: Path) -> None:
     data = json.loads(mlp_baseline.read_text())
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert {"device", "chip", "steps", "summary", "ops", "unmatched"} <= set(data)
     meta = json.loads((REPO / "fixtures/mlp/meta.json").read_text())
     assert data["summary"]["step_count"] == meta["trace"]["steps"]

@@ -105,7 +105,7 @@ def test_markdown_and_html_show_the_section() -> None:
     report = _report("gpu_transformer")
     text = markdown.render(report)
     assert "## Memory (per device)" in text and "1.54GB" in text
-    page = html.render(report, {})
+    page = html.render(report)
     assert "<h2>Memory (per device)</h2>" in page
     assert 'class="memory-timeline"' in page and 'class="memory-buffers"' in page
 

@@ -181,7 +181,7 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     assert unmatched == sum(u.count for u in profile.unmatched)
     # the JSON report carries every op with the schema's fields
     data = report.to_dict()
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     fields = set(
         [
             "module",

@@ -147,7 +147,7 @@ def test_profile_findings_in_their_own_group(corpus_dir: Path) -> None:
     assert md_section.index("**profile**") < md_section.index("idle-gaps")
     assert md_section.rindex("idle-gaps") < md_section.index(f"`{op_findings[0].name}`")
 
-    page = html.render(report, {})
+    page = html.render(report)
     html_section = page[page.index("Suspicious ops") : page.index("<h2>Unmatched")]
     assert html_section.index("<b>profile</b>") < html_section.index("idle-gaps")
     assert html_section.rindex("idle-gaps") < html_section.index(op_findings[0].name)
@@ -259,7 +259,7 @@ def test_megacore_accounting_is_said_in_the_header(fixtures_dir: Path) -> None:
         "per-TensorCore",
     )
     assert note in " ".join(terminal.render(report, width=400).split())
-    assert note in markdown.render(report) and note in html.render(report, {})
+    assert note in markdown.render(report) and note in html.render(report)
     plain = _report(fixtures_dir / "mlp")
     assert "accounting_note" not in plain.summary.scorer
     assert "per-chip:" not in terminal.render(plain, width=200)

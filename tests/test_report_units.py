@@ -192,8 +192,8 @@ def test_largest_gaps_are_the_largest() -> None:
 def test_json_report_version_checked() -> None:
     from profan.report.model import Report
 
-    with pytest.raises(ConfigError, match="schema_version 3 is not supported"):
-        Report.from_dict({"schema_version": 3})
+    with pytest.raises(ConfigError, match="schema_version 4 is not supported"):
+        Report.from_dict({"schema_version": 4})
     with pytest.raises(ConfigError, match="no schema_version"):
         Report.from_dict({"ops": []})
     with pytest.raises(ConfigError, match="malformed"):

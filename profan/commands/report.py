@@ -34,7 +34,13 @@ def run(args: argparse.Namespace) -> int:
     config = load_rule_config(args.config)
     progress = Progress(False) if args.format == "json" else Progress()
     report = report_for(
-        args.trace, chip=args.chip, hlo=args.hlo, run=args.run, config=config, progress=progress
+        args.trace,
+        chip=args.chip,
+        hlo=args.hlo,
+        run=args.run,
+        config=config,
+        progress=progress,
+        page=args.format == "html",
     )
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:
@@ -73,16 +79,16 @@ def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = Fa
         colour = out_dir is None and terminal.use_colour(sys.stdout)
         width = terminal.terminal_width(sys.stdout) if out_dir is None else terminal.DEFAULT_WIDTH
         return terminal.render(report, top=top, colour=colour, width=width)
-    from profan.report import plots as plot_module
-
     if fmt == "html":
         from profan.report import html
 
-        pngs = plot_module.render_png(report)
-        if plots and out_dir is not None:
-            plot_module.write_pngs(pngs, out_dir)
-        return html.render(report, pngs, top=top)
+        if plots and out_dir is not None:  # the page draws its own charts: PNGs only if asked
+            from profan.report import plots as plot_module
+
+            plot_module.write_pngs(plot_module.render_png(report), out_dir)
+        return html.render(report, top=top)
     from profan.report import markdown
+    from profan.report import plots as plot_module
 
     images: dict[str, str] = {}
     if out_dir is not None:

@@ -269,6 +269,7 @@ def build_report(
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
         findings += straggler_findings(report)
         report.findings = findings
+        report.rules = rules.rule_table(config)
         by_key = {entry.key: entry for entry in entries}
         for finding in findings:
             entry = by_key.get(finding.op or "")

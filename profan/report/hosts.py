@@ -181,10 +181,11 @@ def html_section(report: Report) -> str:
             f"<tr><td class='name'>{e(str(entry['host']))}</td>"
             f"<td class='num'>{e(seconds(entry.get('step_time_median_s')))}</td>"
         )
-        for late in entry.get("late_s", []):
+        for step, late in zip(steps, entry.get("late_s", []), strict=False):
             parts.append(
                 f"<td class='num' style='background:{_cell_colour(late, scale)}' "
-                f"title='late {e(seconds(late))}'>{e(seconds(late))}</td>"
+                f"data-step='{e(str(step))}' data-host='{e(str(entry['host']))}' "
+                f"title='step {e(str(step))}: late {e(seconds(late))}'>{e(seconds(late))}</td>"
             )
         parts.append("</tr>")
     parts.append("</table><p>cells: how late the host started the step against the median host")

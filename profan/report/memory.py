@@ -165,9 +165,10 @@ def html_section(report: Report, top: int = 10) -> str:
             (b["name"], b["size_bytes"], b["kind"], b["shape"]) for b in entry["top_buffers"][:top]
         ]
         parts.append(
+            f"<div class='memory-program' data-module='{e(entry['module'])}'>"
             f"<h3><code>{e(entry['module'])}</code></h3><p>{e(_headline(entry))}<br>"
             f"{e(_totals(entry))}</p>"
-            f"{timeline_svg(points, peak_index, entry['peak_bytes'])}{buffers_svg(bars)}"
+            f"{timeline_svg(points, peak_index, entry['peak_bytes'])}{buffers_svg(bars)}</div>"
         )
     others = [
         x
@@ -187,7 +188,11 @@ def html_section(report: Report, top: int = 10) -> str:
 # ------------------------------------------------------------------------------ rules
 
 
-@rule("near-capacity", "a program's memory peak above a share of the chip's memory per device")
+@rule(
+    "near-capacity",
+    "a program's memory peak above a share of the chip's memory per device",
+    ("memory_near_capacity_above",),
+)
 def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     limit = config.memory_near_capacity_above
     findings = []
@@ -212,7 +217,11 @@ def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     return findings
 
 
-@rule("large-temporary", "one temporary buffer holding a large share of a program's peak")
+@rule(
+    "large-temporary",
+    "one temporary buffer holding a large share of a program's peak",
+    ("memory_large_temporary_share_above",),
+)
 def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     share = config.memory_large_temporary_share_above
     findings = []

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from profan.errors import ConfigError
+from profan.report.slices import Timeline
 from profan.version import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Older versions this profan still reads (baselines written before a field changed meaning).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 Scalar = int | float | str | bool
 
@@ -81,6 +82,12 @@ class OpEntry:
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
     # that name (profan.report.build); reports written before it existed read back with name
     label: str = ""
+    # The HTML page's detail pane (profan.report.page; null unless the report was built for
+    # the page): the instruction as profan prints it, a fusion's fused computation, and the
+    # source stack innermost first (``file:line in function``)
+    hlo: str | None = None
+    fused_body: str | None = None
+    stack: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -218,11 +225,18 @@ class Report:
     # The cross-host view (profan.report.hosts; SCHEMA.md "hosts"), empty for one host.
     hosts: list[dict[str, Any]] = field(default_factory=list)
     cross_host: dict[str, Any] = field(default_factory=dict)
+    # Every rule, what it checks and the thresholds it used (profan.report.rules.rule_table).
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Every step's op slices per device, for the HTML page's timeline (profan.report.page);
+    # None unless the report was built for the page.
+    timeline: Timeline | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = (
             {"hosts": self.hosts, "cross_host": self.cross_host} if self.hosts else {}
         )
+        if self.timeline is not None:
+            extra["timeline"] = self.timeline.to_dict()
         return _clean(
             {
                 "schema_version": self.schema_version,
@@ -236,6 +250,7 @@ class Report:
                 "findings": [_finding_dict(f) for f in self.findings],
                 "unmatched": self.unmatched,
                 "memory": self.memory,
+                "rules": self.rules,
                 **extra,
             }
         )
@@ -271,6 +286,8 @@ class Report:
                 memory=list(data.get("memory", [])),
                 hosts=list(data.get("hosts", [])),
                 cross_host=dict(data.get("cross_host", {})),
+                rules=dict(data.get("rules", {})),
+                timeline=Timeline.from_dict(data["timeline"]) if data.get("timeline") else None,
             )
         except (KeyError, TypeError) as error:
             raise ConfigError(f"{where}: malformed profan JSON report ({error})") from None

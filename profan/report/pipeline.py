@@ -125,8 +125,10 @@ def report_for(
     config: RuleConfig | None = None,
     progress: Progress | None = None,
     program_meshes: Mapping[str, ProgramMesh] | None = None,
+    page: bool = False,
 ) -> Report:
-    """The report of a trace, or of a JSON report file (read back as it was written)."""
+    """The report of a trace, or of a JSON report file (read back as it was written).
+    ``page``: also what only the HTML page shows (``profan.report.page_data``)."""
     progress = progress or Progress(False)
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
@@ -134,7 +136,12 @@ def report_for(
         path, chip=chip, hlo=hlo, run=run, progress=progress, program_meshes=program_meshes
     )
     progress("building the report")
-    return build_report(analysis, config)
+    report = build_report(analysis, config)
+    if page:
+        from profan.report.page_data import add_page_data  # only the HTML page pays for it
+
+        add_page_data(report, analysis.profile)
+    return report
 
 
 def read_json_report(path: str | Path) -> Report:

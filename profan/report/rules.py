@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from profan.cost.kernels import EXAMPLE_ENTRY, MODELS
 from profan.hlo.model import Instruction, Module
@@ -46,17 +47,35 @@ class RuleInfo:
     name: str
     summary: str
     check: Rule
+    thresholds: tuple[str, ...] = ()  # the RuleConfig fields the rule compares against
 
 
 RULES: dict[str, RuleInfo] = {}
 
 
-def rule(name: str, summary: str) -> Callable[[Rule], Rule]:
+def rule(name: str, summary: str, thresholds: tuple[str, ...] = ()) -> Callable[[Rule], Rule]:
     def register(check: Rule) -> Rule:
-        RULES[name] = RuleInfo(name, summary, check)
+        RULES[name] = RuleInfo(name, summary, check, thresholds)
         return check
 
     return register
+
+
+def rule_table(config: RuleConfig) -> dict[str, dict[str, Any]]:
+    """Every rule with what it checks and the thresholds it used (JSON ``rules``), so a reader
+    of a finding sees the line it crossed."""
+    return {
+        info.name: {
+            "summary": info.summary,
+            "thresholds": {
+                name: list(value) if isinstance(value, tuple) else value
+                for name in info.thresholds
+                for value in [getattr(config, name)]
+            },
+            "enabled": info.name not in config.disabled,
+        }
+        for info in RULES.values()
+    }
 
 
 def run_rules(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
@@ -111,6 +130,7 @@ def _far_candidates(ops: list[OpContext], config: RuleConfig) -> list[OpContext]
     "far-from-roofline",
     "efficiency (ideal / measured, or / span for async ops) below a threshold; never for an op "
     "whose FLOPs or bytes are unknown or only a lower bound",
+    ("efficiency_below", "min_time_share"),
 )
 def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     out = []
@@ -198,7 +218,11 @@ def cost_unknown(report: Report, ops: list[OpContext], config: RuleConfig) -> li
     return out
 
 
-@rule("exposed-collective", "collective time not overlapped with compute on the same device")
+@rule(
+    "exposed-collective",
+    "collective time not overlapped with compute on the same device",
+    ("exposed_fraction_above", "min_time_share"),
+)
 def exposed_collective(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     out = []
     for c in _significant(ops, config):
@@ -221,7 +245,11 @@ def exposed_collective(report: Report, ops: list[OpContext], config: RuleConfig)
     return out
 
 
-@rule("latency-bound-collectives", "many small collectives that could be combined")
+@rule(
+    "latency-bound-collectives",
+    "many small collectives that could be combined",
+    ("latency_bytes_below", "latency_min_count"),
+)
 def latency_bound_collectives(
     report: Report, ops: list[OpContext], config: RuleConfig
 ) -> list[Finding]:
@@ -255,7 +283,11 @@ def latency_bound_collectives(
     return out
 
 
-@rule("relayout-copy", "copies/transposes moving a large share of the step's bytes")
+@rule(
+    "relayout-copy",
+    "copies/transposes moving a large share of the step's bytes",
+    ("relayout_bytes_share_above", "min_time_share"),
+)
 def relayout_copy(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     total_bytes = sum(c.entry.hbm_bytes for c in ops)
     if total_bytes <= 0:
@@ -279,7 +311,11 @@ def relayout_copy(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     return out
 
 
-@rule("tile-padding", "tiled layouts storing much more than the logical bytes")
+@rule(
+    "tile-padding",
+    "tiled layouts storing much more than the logical bytes",
+    ("padding_ratio_above", "min_time_share"),
+)
 def tile_padding(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     out = []
     for c in _significant(ops, config):
@@ -307,7 +343,11 @@ def _mxu_size(report: Report, config: RuleConfig) -> int:
     return config.mxu_size
 
 
-@rule("small-matmul", "matmul dims below the MXU size")
+@rule(
+    "small-matmul",
+    "matmul dims below the MXU size",
+    ("mxu_size", "mxu_device_kinds", "min_time_share"),
+)
 def small_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     if report.device.get("kind") not in config.mxu_device_kinds:
         return []
@@ -335,7 +375,11 @@ def small_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> li
     return out
 
 
-@rule("f32-matmul", "matmuls in f32 where bf16 was likely meant")
+@rule(
+    "f32-matmul",
+    "matmuls in f32 where bf16 was likely meant",
+    ("f32_matmul_device_kinds", "min_time_share"),
+)
 def f32_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     if report.device.get("kind") not in config.f32_matmul_device_kinds:
         return []
@@ -359,7 +403,11 @@ def f32_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list
     return out
 
 
-@rule("host-transfer", "host transfers on the critical path")
+@rule(
+    "host-transfer",
+    "host transfers on the critical path",
+    ("host_exposed_fraction_above", "min_time_share"),
+)
 def host_transfer(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     out = []
     for c in _significant(ops, config):
@@ -382,7 +430,11 @@ def host_transfer(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     return out
 
 
-@rule("large-allgather", "all-gathers of weights larger than a fraction of HBM")
+@rule(
+    "large-allgather",
+    "all-gathers of weights larger than a fraction of HBM",
+    ("allgather_hbm_fraction_above",),
+)
 def large_allgather(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     capacity = report.chip.get("hbm_capacity_bytes")
     if not capacity:
@@ -443,7 +495,7 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.0%} of" if ratio < 2 else f"{ratio:.0f}×"
 
 
-@rule("idle-gaps", "idle time between steps or inside them")
+@rule("idle-gaps", "idle time between steps or inside them", ("idle_gap_fraction_above",))
 def idle_gaps(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     summary = report.summary
     median = summary.step_time_median_s or 0.0

@@ -1,0 +1,179 @@
+"""The page's header: the few figures a reader takes in at a glance, the rest one click away.
+
+Worded as the terminal report words them (``profan.report.format``), so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from profan.report.format import mfu_text, percent, seconds, si, step_share_text
+from profan.report.model import Report
+
+
+def _card(title: str, value: str, detail: str, tone: str = "") -> str:
+    classes = f"card tone-{tone}" if tone else "card"
+    return (
+        f"<div class='{classes}'><div class='card-title'>{escape(title)}</div>"
+        f"<div class='card-value'>{escape(value)}</div>"
+        f"<div class='card-detail'>{escape(detail)}</div></div>"
+    )
+
+
+def _tone(share: float | None, bad: float, warn: float, *, high_is_bad: bool) -> str:
+    if share is None:
+        return ""
+    if high_is_bad:
+        return "bad" if share > bad else "warn" if share > warn else "ok"
+    return "bad" if share < bad else "warn" if share < warn else "ok"
+
+
+def _cards(report: Report) -> list[str]:
+    s = report.summary
+    cards = []
+    if s.step_count:
+        cards.append(
+            _card(
+                "step time (median)",
+                seconds(s.step_time_median_s),
+                f"{s.step_count} steps: min {seconds(s.step_time_min_s)}, p90 "
+                f"{seconds(s.step_time_p90_s)}, max {seconds(s.step_time_max_s)}",
+            )
+        )
+    ideal, measured = s.step_ideal_s, s.step_measured_s
+    share_text = step_share_text(ideal, measured)
+    if share_text is not None and ideal is not None and measured is not None:
+        share = ideal / measured if ideal <= measured else None
+        cards.append(
+            _card(
+                "step vs its roofline",
+                percent(share) if share is not None else "n/a",
+                share_text,
+                _tone(share, 0.3, 0.6, high_is_bad=False),
+            )
+        )
+    else:
+        cards.append(
+            _card(
+                "ideal vs measured",
+                seconds(s.ideal_time_s),
+                f"ideal (roofline) vs {seconds(s.total_op_time_s / max(s.device_count, 1))} "
+                "measured op time, per device",
+            )
+        )
+    mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
+    cards.append(_card("MFU", percent(s.mfu) if s.mfu is not None and s.mfu <= 1 else "-", mfu))
+    cards.append(
+        _card(
+            "exposed communication",
+            percent(s.exposed_comm_share),
+            f"{seconds(s.exposed_comm_s)} of {seconds(s.collective_time_s)} collective time per "
+            "device is not overlapped with compute",
+            _tone(s.exposed_comm_share, 0.25, 0.1, high_is_bad=True),
+        )
+    )
+    idle_share = s.idle_s / s.busy_span_s if s.busy_span_s > 0 else None
+    cards.append(
+        _card(
+            "idle",
+            percent(idle_share),
+            f"{seconds(s.idle_s)} per device between its first and last op; "
+            f"{seconds(s.inter_step_gap_total_s)} between steps",
+            _tone(idle_share, 0.25, 0.1, high_is_bad=True),
+        )
+    )
+    rules = Counter(f.rule for f in report.findings)
+    cards.append(
+        _card(
+            "findings",
+            str(len(report.findings)),
+            ", ".join(f"{rule} ×{n}" for rule, n in rules.most_common(3))
+            + (", …" if len(rules) > 3 else "")
+            if rules
+            else "none of the rules fired",
+            "bad" if report.findings else "ok",
+        )
+    )
+    return cards
+
+
+def _bound_bar(report: Report) -> str:
+    """Time by bound per device as one stacked bar, each part labelled with its share."""
+    bounds = {k: v for k, v in report.summary.time_by_bound_s.items() if v > 0}
+    total = sum(bounds.values())
+    if total <= 0:
+        return ""
+    parts = []
+    for bound, value in bounds.items():
+        share = value / total
+        label = f"{bound} {share:.0%}" if share >= 0.06 else ""
+        parts.append(
+            f"<span class='bound-part b-{escape(bound)}' style='flex-grow:{share:.6f};"
+            f"background:var(--b-{escape(bound)}, var(--b-other))' "
+            f"title='{escape(bound)}: {seconds(value)} per device ({share:.1%})'>"
+            f"{escape(label)}</span>"
+        )
+    categories = report.summary.time_by_category_s
+    category_total = sum(categories.values()) or 1.0
+    category_text = ", ".join(
+        f"{k} {seconds(v)} ({v / category_total:.0%})" for k, v in categories.items()
+    )
+    return (
+        "<div class='bound-row'><span class='bound-label'>time by bound</span>"
+        f"<div class='bound-bar'>{''.join(parts)}</div></div>"
+        f"<div class='category-line'><b>time by category</b> per device: "
+        f"{escape(category_text)}</div>"
+    )
+
+
+def _notes(report: Report) -> str:
+    """Per-step notes and the scorer's accounting, collapsed to one line with a count."""
+    noted = [(step["step"], str(step["note"])) for step in report.steps if step.get("note")]
+    parts = []
+    accounting = report.summary.scorer.get("accounting_note")
+    if accounting:
+        parts.append(
+            f"<div class='note-line'><b>accounting</b> "
+            f"{escape(str(report.summary.scorer.get('accounting', '')))}: "
+            f"{escape(str(accounting))}</div>"
+        )
+    if noted:
+        distinct = Counter(note for _, note in noted)
+        common, times = distinct.most_common(1)[0]
+        summary = f"notes on {len(noted)} of {len(report.steps)} steps" + (
+            f" (e.g. step {noted[0][0]}: {noted[0][1]})" if times < len(noted) else f": {common}"
+        )
+        items = "".join(
+            f"<li><a href='#timeline' data-step='{step}'>step {step}</a>: {escape(note)}</li>"
+            for step, note in noted
+        )
+        parts.append(
+            f"<details class='step-notes'><summary>{escape(summary)}</summary>"
+            f"<ul>{items}</ul></details>"
+        )
+    return "".join(parts)
+
+
+def header_html(report: Report) -> str:
+    s, d, chip = report.summary, report.device, report.chip
+    path = str(report.trace.get("path", ""))
+    hosts = len(d.get("hosts") or [])
+    facts = [
+        f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, {hosts} host(s))",
+        f"chip {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
+        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device [source: "
+        f"{chip.get('source')}]",
+        *(
+            f"mesh {module}: " + " × ".join(f"{name}={size}" for name, size in axes.items())
+            for module, axes in s.mesh.items()
+            if axes
+        ),
+    ]
+    return (
+        "<header id='top'>"
+        f"<h1>profan report <code class='path'>{escape(path)}</code></h1>"
+        f"<div class='facts'>{' · '.join(escape(fact) for fact in facts)}</div>"
+        f"<div class='cards'>{''.join(_cards(report))}</div>"
+        f"{_bound_bar(report)}{_notes(report)}</header>"
+    )

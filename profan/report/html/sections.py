@@ -1,0 +1,58 @@
+"""The page's static sections: findings and unmatched events (readable without scripts; op
+names carry ``data-op`` so the page opens their detail on a click)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from profan.report.format import grouped_findings
+from profan.report.model import Report
+
+
+def _op_link(key: str, label: str) -> str:
+    return (
+        f"<a class='op-link' href='#op={escape(key)}' data-op='{escape(key)}'>{escape(label)}</a>"
+    )
+
+
+def findings_html(report: Report) -> str:
+    parts = [
+        f"<section id='findings'><h2>Suspicious ops ({len(report.findings)})</h2>",
+        "<ul class='findings'>",
+    ]
+    labels = {op.key: op.label for op in report.ops}
+    for key, findings in grouped_findings(report.findings):
+        if key is None:
+            parts.append("<li class='group'><b>profile</b> (whole trace, no single op)<ul>")
+        else:
+            first = findings[0]
+            source = f" <span class='source'>{escape(first.source)}</span>" if first.source else ""
+            label = labels.get(key)
+            name = _op_link(key, label) if label else f"<code>{escape(first.name or key)}</code>"
+            parts.append(f"<li class='group'>{name}{source}<ul>")
+        for f in findings:
+            host = f" <i>host {escape(f.host)}</i>" if f.host else ""
+            parts.append(
+                f"<li><b class='rule'>{escape(f.rule)}</b>{host}: {escape(f.message)}. "
+                f"<span class='look-at'><i>Look at:</i> {escape(f.look_at)}</span></li>"
+            )
+        parts.append("</ul></li>")
+    if not report.findings:
+        parts.append("<li class='ok'>None of the rules fired.</li>")
+    parts.append("</ul></section>")
+    return "".join(parts)
+
+
+def unmatched_html(report: Report) -> str:
+    parts = ["<section id='unmatched'><h2>Unmatched</h2><ul>"]
+    for u in report.unmatched:
+        examples = ", ".join(u.get("examples", [])[:3])
+        parts.append(
+            f"<li>{u['count']} events: {escape(u['reason'])}"
+            + (f" (e.g. <code>{escape(examples)}</code>)" if examples else "")
+            + "</li>"
+        )
+    if not report.unmatched:
+        parts.append("<li>Every op event was joined to its HLO instruction.</li>")
+    parts.append("</ul></section>")
+    return "".join(parts)

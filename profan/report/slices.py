@@ -1,0 +1,79 @@
+"""The op slices of every step on every device, as the HTML page's timeline draws them.
+
+A step holds thousands of op executions per device (500k events over 250 steps on the
+benchmark trace), so each column of a step is kept as it travels in the JSON report and the
+page: little-endian values, zlib-compressed, base64 (SCHEMA.md "timeline").  The page decodes
+the step it shows and nothing else; ``StepSlices.columns()`` decodes in Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Each column's element type (numpy's little-endian codes, which the page reads as typed arrays).
+COLUMN_TYPES = {"lane": "<u2", "op": "<i4", "start_ns": "<f8", "duration_ns": "<f8"}
+
+
+def encode_column(values: np.ndarray, name: str) -> str:
+    """One column as stored: little-endian values, zlib (level 1: the HTML render waits on it
+    and level 6 saves only ~8% on timelines), base64."""
+    raw = np.ascontiguousarray(values, dtype=COLUMN_TYPES[name]).tobytes()
+    return base64.b64encode(zlib.compress(raw, 1)).decode("ascii")
+
+
+def decode_column(text: str, name: str) -> np.ndarray:
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=COLUMN_TYPES[name])
+
+
+@dataclass(slots=True)
+class StepSlices:
+    """The op executions of one step, ordered by lane, then start.
+
+    Columns (encoded, see ``COLUMN_TYPES``): ``lane`` (index into ``Timeline.lanes``), ``op``
+    (index into ``Report.ops``; ``-(k + 1)`` for ``Timeline.names[k]``, an event with no op
+    entry), ``start_ns`` (whole nanoseconds since ``start_s``, stored as differences: slice i
+    starts at the sum of values 0..i, which compresses 3x better than the starts themselves),
+    ``duration_ns`` (whole nanoseconds)."""
+
+    step: int  # -1: the whole profile, when the trace marks no steps
+    start_s: float  # the step's start, as ``Report.steps[].start_s`` (step -1: the first op's)
+    count: int
+    lane: str
+    op: str
+    start_ns: str
+    duration_ns: str
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The decoded columns, ``start_ns`` as absolute offsets from the step's start."""
+        out = {name: decode_column(getattr(self, name), name) for name in COLUMN_TYPES}
+        out["start_ns"] = np.cumsum(out["start_ns"])
+        return out
+
+
+@dataclass(slots=True)
+class Timeline:
+    """One lane per (host, device) that ran ops, and every step's slices."""
+
+    lanes: list[dict[str, Any]]  # {"host": str, "device": int | None}, in lane order
+    names: list[str]  # op names of events with no entry in Report.ops
+    steps: list[StepSlices] = field(default_factory=list)
+    outside_steps: int = 0  # op events outside every step: not drawn
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timeline:
+        return cls(
+            lanes=[dict(lane) for lane in data["lanes"]],
+            names=list(data["names"]),
+            steps=[StepSlices(**step) for step in data["steps"]],
+            outside_steps=int(data.get("outside_steps", 0)),
+            notes=list(data.get("notes", [])),
+        )
