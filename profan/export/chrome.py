@@ -31,6 +31,7 @@ from profan.export.counters import Work, bin_edges, device_rates
 from profan.export.events import LineOps, has_device_planes, plane_role
 from profan.export.figures import EFFICIENCY, UNKNOWN, op_args
 from profan.export.profile import Exportable
+from profan.export.tracks import device_steps, lanes
 from profan.trace.space import line_events
 from profan.trace.xplane import open_planes
 from profan.version import __version__
@@ -56,7 +57,6 @@ class _Writer:
     """The ``traceEvents`` array, written a batch at a time."""
 
     out: IO[str]
-    shift_ps: int  # added to every time: the file's zero is the earlier of first op and step
     count: ChromeCount = field(default_factory=ChromeCount)
     batch: list[str] = field(default_factory=list)
     first: bool = True
@@ -89,8 +89,8 @@ class _Writer:
     def slice(
         self, pid: int, tid: int, start_ps: int, duration_ps: int, name: str, cat: str, args: str
     ) -> None:
-        start = _ns(start_ps + self.shift_ps)
-        end = _ns(start_ps + duration_ps + self.shift_ps)
+        start = _ns(start_ps)
+        end = _ns(start_ps + duration_ps)
         self.add(
             f'{{"ph":"X","pid":{pid},"tid":{tid},"ts":{_us(start)},"dur":{_us(end - start)},'
             f'"name":{name},"cat":{cat},"args":{{{args}}}}}'
@@ -98,7 +98,7 @@ class _Writer:
         self.count.slices += 1
 
     def counter(self, pid: int, name: str, series: str, at_ps: int, value: float) -> None:
-        ts = _us(_ns(at_ps + self.shift_ps))
+        ts = _us(_ns(at_ps))
         self.add(
             f'{{"ph":"C","pid":{pid},"ts":{ts},"name":"{name}","args":{{"{series}":{value:.6g}}}}}'
         )
@@ -199,16 +199,23 @@ def _line_slices(
     hosts: int,
 ) -> None:
     row_op = ops.export.figures.row_op
-    for row, start, duration, device, metadata in zip(
+    start_ns = (found.start_ps + 500) // 1000
+    end_ns = (found.start_ps + found.duration_ps + 500) // 1000
+    lane = np.zeros(len(found.row), dtype=np.int64)
+    for device in np.unique(found.device):
+        mine = np.flatnonzero(found.device == device)
+        lane[mine] = lanes(start_ns[mine], end_ns[mine])
+    for row, start, duration, device, metadata, at in zip(
         found.row.tolist(),
         found.start_ps.tolist(),
         found.duration_ps.tolist(),
         found.device.tolist(),
         found.metadata_id.tolist(),
+        lane.tolist(),
         strict=True,
     ):
         pid = writer.process(host, device, _device_label(kind, device, host, hosts))
-        tid = writer.thread(pid, line)
+        tid = writer.thread(pid, line if at == 0 else f"{line} [{at + 1}]")
         op_index = int(row_op[row]) if row >= 0 else -1
         kernel = kernel_names.get(metadata) if kernel_names is not None else None
         if op_index < 0:
@@ -279,33 +286,40 @@ def _json_host(writer: _Writer, ops: _Ops, host: str, hosts: int) -> None:
 
 
 def _steps(writer: _Writer, export: Exportable) -> None:
-    """One slice per step on a ``Steps`` thread of every device."""
+    """One slice per step on the ``Steps`` thread of every device: the span of the device's
+    own executions in the step, with the step's figures (over all devices) as args."""
     profile = export.analysis.profile
     scored = {int(row["step"]): row for row in export.analysis.score.steps.to_dict("records")}
-    slices = []
-    for step in profile.steps.to_dict("records"):
-        number = int(step["step"])
-        args = {"step": number}
-        found = scored.get(number, {})
+    texts = {}
+    for number, found in scored.items():
+        args: dict[str, float] = {"step": number}
         for name in ("measured_s", "ideal_s", "efficiency", "mfu"):
             value = found.get(name)
             if isinstance(value, int | float) and math.isfinite(value):
-                args[f"profan_{name}"] = float(value)
-        start = round(float(step["start_s"]) * 1e12)
-        end = round(float(step["end_s"]) * 1e12)
-        slices.append((start, end - start, json.dumps(f"step {number}"), json.dumps(args)[1:-1]))
-    for pid in list(writer.pids.values()):
+                args[f"profan_step_{name}"] = float(value)
+        texts[number] = json.dumps(args)[1:-1]
+    hosts = profile.ops["host"].astype(object).to_numpy()
+    devices = profile.ops["device"].to_numpy(dtype=np.int64, na_value=-1)
+    for (host, device), pid in list(writer.pids.items()):
         tid = writer.thread(pid, STEPS_THREAD)
-        for start, duration, name, args in slices:
-            writer.slice(pid, tid, start, duration, name, '"step"', args)
+        rows = np.flatnonzero((hosts == host) & (devices == device))
+        for number, start_s, end_s in device_steps(profile.ops, rows):
+            start = round(start_s * 1e12)
+            args = texts.get(number, f'"step":{number}')
+            name = json.dumps(f"step {number}")
+            writer.slice(pid, tid, start, round(end_s * 1e12) - start, name, '"step"', args)
 
 
-def _counters(writer: _Writer, export: Exportable, bins: int) -> float:
-    """The counter tracks of every device; returns the bin width (seconds)."""
+def _counters(writer: _Writer, export: Exportable, bins: int) -> tuple[float, int]:
+    """The counter tracks of every device; returns the bin width (seconds) and how many bin
+    values were cut to the chip's peak."""
     profile = export.analysis.profile
     frame = profile.ops
+    chip = export.analysis.score.chip
+    peak_flops = max(chip.peak_flops.values()) / chip.devices_per_chip
+    capped = 0
     if not len(frame):
-        return 0.0
+        return 0.0, capped
     figures = export.figures
     per_op = figures.ops
     flops = np.array([_nan(op.flops) for op in per_op] + [math.nan])
@@ -324,13 +338,15 @@ def _counters(writer: _Writer, export: Exportable, bins: int) -> float:
         work = Work(start[mine], end[mine], flops[op_of_row[mine]], hbm[op_of_row[mine]],
                     ideal[op_of_row[mine]])  # fmt: skip
         at_ps = np.rint(edges * 1e12).astype(np.int64).tolist()
-        for (name, series), values in device_rates(work, edges).items():
+        rates, cut = device_rates(work, edges, peak_flops, chip.device_hbm_bytes_per_s)
+        capped += cut
+        for (name, series), values in rates.items():
             last = None
             for at, value in zip(at_ps, [*values.tolist(), 0.0], strict=True):
                 if value != last:  # a counter holds its value until the next event
                     writer.counter(pid, name, series, at, value)
                     last = value
-    return float(edges[1] - edges[0])
+    return float(edges[1] - edges[0]), capped
 
 
 def _nan(value: float | None) -> float:
@@ -357,13 +373,10 @@ def write_chrome(export: Exportable, target: Path, bins: int) -> ChromeCount:
         "run": profile.run,
         "chip": export.analysis.score.chip.name,
         "origin_ns": profile.origin_ns,
-        "time_unit": "microseconds since origin_ns (the profile's first op or step)",
+        "time_unit": "microseconds since origin_ns (the profile's first op)",
     }
-    first_step_s = float(profile.steps["start_s"].min()) if len(profile.steps) else 0.0
-    shift_ps = max(0, -round(first_step_s * 1e9)) * 1000  # whole nanoseconds
-    header["origin_ns"] = profile.origin_ns - shift_ps // 1000
     with _text_out(target) as out:
-        writer = _Writer(out, shift_ps)
+        writer = _Writer(out)
         out.write('{"displayTimeUnit":"ns","traceEvents":[\n')
         ops = _Ops(export)
         hosts = export.hosts
@@ -374,11 +387,12 @@ def write_chrome(export: Exportable, target: Path, bins: int) -> ChromeCount:
             else:
                 _json_host(writer, ops, host, len(hosts))
         _steps(writer, export)
-        header["counter_bin_s"] = _counters(writer, export, bins)
+        header["counter_bin_s"], header["counter_values_at_peak"] = _counters(writer, export, bins)
         header["counters"] = (
             "per device: FLOP/s and HBM bytes/s achieved and at the roofline, each the mean over "
             "a bin; executions faster than their roofline count at the roofline rate; async ops "
-            "and ops of unknown cost add nothing"
+            "and ops of unknown cost add nothing; overlapping executions add up to at most the "
+            "chip's peak (counter_values_at_peak: bin values cut to it)"
         )
         writer.flush()
         out.write("\n],\n")

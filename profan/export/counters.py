@@ -5,8 +5,9 @@ Each execution contributes its work spread evenly over its measured interval: ac
 ``work / measured``, roofline at ``work / ideal`` (the rate its roofline time allows).  An
 execution measured faster than its roofline (``profan.roofline.checks``: the model charges
 work the hardware did not do) is counted at its roofline rate, so no achieved rate is ever above
-what the chip can do.  Async ops (whose measured time is only a wait) and ops whose FLOPs or
-bytes are unknown add nothing.  Rates of overlapping executions on one device add up.
+what the roofline allows.  Async ops (whose measured time is only a wait) and ops whose FLOPs or
+bytes or roofline are unknown add nothing.  Rates of overlapping executions on one device add
+up, to at most the chip's peak (``device_rates`` says why).
 
 The rates are integrated exactly and averaged over ``bins`` equal intervals of the profile:
 ``∫ rate`` is piecewise linear between execution boundaries, so it is evaluated at the bin
@@ -68,12 +69,19 @@ def _mean_rate(
     return np.maximum(np.diff(at_edges) / np.diff(edges), 0.0)
 
 
-def device_rates(work: Work, edges: np.ndarray) -> dict[tuple[str, str], np.ndarray]:
-    """Each series of ``SERIES``: its mean rate over each bin of ``edges``."""
+def device_rates(
+    work: Work, edges: np.ndarray, peak_flops: float, peak_hbm: float
+) -> tuple[dict[tuple[str, str], np.ndarray], int]:
+    """Each series of ``SERIES``: its mean rate over each bin of ``edges``, at most the chip's
+    peak (``peak_flops``, ``peak_hbm``: per device); and how many bin values were cut to it.
+
+    One execution never exceeds its roofline, but executions that overlap on a device (CPU ops
+    on several threads, kernels of a CUDA graph side by side) are each timed as if alone, so
+    their sum may; the device shares its peak between them, and the bin shows the peak."""
     measured = work.end_s - work.start_s
     with np.errstate(divide="ignore", invalid="ignore"):
         # faster than its roofline: counted at the roofline rate (see the module docstring)
-        achieved_time = np.maximum(measured, np.nan_to_num(work.ideal_s, nan=0.0))
+        achieved_time = np.maximum(measured, work.ideal_s)  # NaN (no roofline): left out
         ideal = np.where(work.ideal_s > 0, work.ideal_s, np.nan)
         rates = {
             SERIES[0]: work.flops / achieved_time,
@@ -81,4 +89,11 @@ def device_rates(work: Work, edges: np.ndarray) -> dict[tuple[str, str], np.ndar
             SERIES[2]: work.hbm_bytes / achieved_time,
             SERIES[3]: work.hbm_bytes / ideal,
         }
-    return {key: _mean_rate(work.start_s, work.end_s, rate, edges) for key, rate in rates.items()}
+    out = {}
+    capped = 0
+    for key, rate in rates.items():
+        values = _mean_rate(work.start_s, work.end_s, rate, edges)
+        ceiling = peak_flops if key[1] == "FLOP/s" else peak_hbm
+        capped += int((values > ceiling).sum())
+        out[key] = np.minimum(values, ceiling)
+    return out, capped
