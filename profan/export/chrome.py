@@ -143,44 +143,26 @@ def _value(value: float | str) -> str:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else _number(value)
 
 
-@dataclass(slots=True)
-class _OpText:
-    """The JSON pieces of one op that every one of its slices repeats."""
-
-    name: str
-    cat: str
-    args: str
-
-
 class _Ops:
-    """JSON text of each op's slices, built on first use."""
+    """The JSON text every slice of one op repeats (name, category and the op's figures up to
+    the open ``args``), built on first use."""
 
     def __init__(self, export: Exportable) -> None:
         self.export = export
-        self.texts: dict[int, _OpText] = {}
-        steps = export.analysis.profile.ops["step"]
-        self.steps = steps.to_numpy(dtype=np.int64, na_value=-1)
+        self.texts: dict[int, str] = {}
+        self.steps = export.analysis.profile.ops["step"].to_numpy(dtype=np.int64, na_value=-1)
 
-    def text(self, op_index: int) -> _OpText:
+    def text(self, op_index: int) -> str:
         found = self.texts.get(op_index)
         if found is None:
             op = self.export.figures.ops[op_index]
             args = [*op_args(op), ("profan_module", op.module)]
-            found = self.texts[op_index] = _OpText(
-                json.dumps(op.name, ensure_ascii=False),
-                json.dumps(op.category),
-                ",".join(f"{json.dumps(name)}:{_value(value)}" for name, value in args),
+            found = self.texts[op_index] = (
+                f'"name":{json.dumps(op.name, ensure_ascii=False)},'
+                f'"cat":{json.dumps(op.category)},"args":{{'
+                + ",".join(f"{json.dumps(name)}:{_value(value)}" for name, value in args)
             )
         return found
-
-    def args(self, row: int, text: _OpText, kernel: str | None) -> str:
-        extra = f',"{EFFICIENCY}":{_number(float(self.export.efficiencies[row]))}'
-        step = int(self.steps[row])
-        if step >= 0:
-            extra += f',"step":{step}'
-        if kernel is not None:
-            extra += f',"kernel":{json.dumps(kernel, ensure_ascii=False)}'
-        return text.args + extra
 
 
 def _device_label(kind: str, device: int, host: str, hosts: int) -> str:
@@ -198,34 +180,70 @@ def _line_slices(
     kernel_names: dict[int, str] | None,
     hosts: int,
 ) -> None:
-    row_op = ops.export.figures.row_op
+    """The slices of one line's op events, a whole line at a time (half a million events make
+    per-event Python work the cost: what can be is computed per line with numpy)."""
     start_ns = (found.start_ps + 500) // 1000
     end_ns = (found.start_ps + found.duration_ps + 500) // 1000
     lane = np.zeros(len(found.row), dtype=np.int64)
+    tid = np.zeros(len(found.row), dtype=np.int64)
+    pid = np.zeros(len(found.row), dtype=np.int64)
     for device in np.unique(found.device):
         mine = np.flatnonzero(found.device == device)
         lane[mine] = lanes(start_ns[mine], end_ns[mine])
-    for row, start, duration, device, metadata, at in zip(
-        found.row.tolist(),
-        found.start_ps.tolist(),
-        found.duration_ps.tolist(),
-        found.device.tolist(),
-        found.metadata_id.tolist(),
-        lane.tolist(),
-        strict=True,
+        process = writer.process(host, int(device), _device_label(kind, int(device), host, hosts))
+        pid[mine] = process
+        for at in np.unique(lane[mine]):
+            name = line if at == 0 else f"{line} [{at + 1}]"
+            tid[mine[lane[mine] == at]] = writer.thread(process, name)
+    known = found.row >= 0
+    op_index = np.full(len(found.row), -1, dtype=np.int64)
+    op_index[known] = ops.export.figures.row_op[found.row[known]]
+    efficiency = np.full(len(found.row), np.nan)
+    efficiency[known] = ops.export.efficiencies[found.row[known]]
+    step = np.full(len(found.row), -1, dtype=np.int64)
+    step[known] = ops.steps[found.row[known]]
+    texts = {int(i): ops.text(int(i)) for i in np.unique(op_index) if i >= 0}
+    kernels = (
+        [
+            f',"kernel":{json.dumps(kernel_names.get(m, ""), ensure_ascii=False)}'
+            for m in found.metadata_id.tolist()
+        ]
+        if kernel_names is not None
+        else None
+    )
+    unknown = json.dumps(UNKNOWN)
+    out = writer.batch
+    for index, (p, t, start, end, op, value, number) in enumerate(
+        zip(
+            pid.tolist(),
+            tid.tolist(),
+            start_ns.tolist(),
+            end_ns.tolist(),
+            op_index.tolist(),
+            efficiency.tolist(),
+            step.tolist(),
+            strict=True,
+        )
     ):
-        pid = writer.process(host, device, _device_label(kind, device, host, hosts))
-        tid = writer.thread(pid, line if at == 0 else f"{line} [{at + 1}]")
-        op_index = int(row_op[row]) if row >= 0 else -1
-        kernel = kernel_names.get(metadata) if kernel_names is not None else None
-        if op_index < 0:
-            name = json.dumps(kernel or "op without an execution", ensure_ascii=False)
-            writer.slice(pid, tid, start, duration, name, '"unjoined"', "")
-        else:
-            text = ops.text(op_index)
-            args = ops.args(row, text, kernel)
-            writer.slice(pid, tid, start, duration, text.name, text.cat, args)
-            writer.count.op_slices += 1
+        head = (
+            f'{{"ph":"X","pid":{p},"tid":{t},"ts":{start / 1000:.3f},'
+            f'"dur":{(end - start) / 1000:.3f},'
+        )
+        kernel = kernels[index] if kernels is not None else ""
+        if op < 0:
+            name = kernel_names.get(int(found.metadata_id[index])) if kernel_names else None
+            out.append(
+                f'{head}"name":{json.dumps(name or "op without an execution")},'
+                f'"cat":"unjoined","args":{{}}}}'
+            )
+            continue
+        shown = f"{value:.6g}" if math.isfinite(value) else unknown
+        at_step = f',"step":{number}' if number >= 0 else ""
+        out.append(f'{head}{texts[op]},"{EFFICIENCY}":{shown}{at_step}{kernel}}}}}')
+    writer.count.slices += len(found.row)
+    writer.count.op_slices += int((op_index >= 0).sum())
+    if len(out) >= _BATCH:
+        writer.flush()
 
 
 def _processes(writer: _Writer, export: Exportable, hosts: int) -> None:

@@ -83,8 +83,8 @@ def _stat(names: _PlaneNames, name: str, value: float | str) -> bytes:
 
 
 class _PlaneStats:
-    """The bytes appended to each op event of one plane: the op's constant figures (built once
-    per op) and the execution's efficiency."""
+    """The bytes appended to the op events of one plane: the op's constant figures (built once
+    per op) and the execution's efficiency (encoded for a whole line at once)."""
 
     def __init__(self, view: Message, figures: Figures, efficiencies: np.ndarray) -> None:
         self.names = _PlaneNames(view)
@@ -92,20 +92,41 @@ class _PlaneStats:
         self.efficiencies = efficiencies
         self.by_op: dict[int, bytes] = {}
 
-    def of_row(self, row: int) -> bytes | None:
-        op_index = int(self.figures.row_op[row])
-        if op_index < 0:
-            return None
-        constant = self.by_op.get(op_index)
-        if constant is None:
-            constant = b"".join(
-                _stat(self.names, name, value)
-                for name, value in op_args(self.figures.ops[op_index])
+    def _constant(self, op_index: int) -> bytes:
+        found = self.by_op.get(op_index)
+        if found is None:
+            op = self.figures.ops[op_index]
+            found = b"".join(_stat(self.names, name, value) for name, value in op_args(op))
+            self.by_op[op_index] = found
+        return found
+
+    def of_rows(self, rows: np.ndarray) -> list[bytes | None]:
+        """What to append to each event of these rows of ``Profile.ops`` (None: no row or no
+        op, nothing to append)."""
+        known = rows >= 0
+        op_index = np.full(len(rows), -1, dtype=np.int64)
+        op_index[known] = self.figures.row_op[rows[known]]
+        efficiency = np.full(len(rows), np.nan)
+        efficiency[known] = self.efficiencies[rows[known]]
+        # every finite efficiency is the same stat but its 8 bytes: one prefix, then the double
+        prefix = _stat(self.names, EFFICIENCY, 0.0)[:-8]
+        width = len(prefix) + 8
+        encoded = np.empty((len(rows), width), dtype=np.uint8)
+        encoded[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+        encoded[:, len(prefix) :] = (
+            np.nan_to_num(efficiency).astype("<f8").view(np.uint8).reshape(-1, 8)
+        )
+        blob = encoded.tobytes()
+        unknown = _stat(self.names, EFFICIENCY, UNKNOWN)
+        constants = {int(i): self._constant(int(i)) for i in np.unique(op_index) if i >= 0}
+        return [
+            None
+            if op < 0
+            else constants[op] + (blob[k * width : (k + 1) * width] if finite else unknown)
+            for k, (op, finite) in enumerate(
+                zip(op_index.tolist(), np.isfinite(efficiency).tolist(), strict=True)
             )
-            self.by_op[op_index] = constant
-        efficiency = float(self.efficiencies[row])
-        value: float | str = efficiency if np.isfinite(efficiency) else UNKNOWN
-        return constant + _stat(self.names, EFFICIENCY, value)
+        ]
 
 
 def _field(tag: int, payload: bytes) -> bytes:
@@ -154,8 +175,8 @@ def _write_plane(
             found = matcher.line_ops(role, line.name, line.timestamp_ns, events)
         if found is not None:
             count.events += len(found.index)
-            for position, row in zip(found.index.tolist(), found.row.tolist(), strict=True):
-                extra = stats.of_row(row) if row >= 0 else None
+            extras = stats.of_rows(found.row)
+            for position, extra in zip(found.index.tolist(), extras, strict=True):
                 if extra is not None:
                     events[position] += extra
                     count.annotated += 1
