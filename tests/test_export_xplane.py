@@ -55,14 +55,15 @@ def _space(path: Path):  # type: ignore[no-untyped-def]
 
 def _op_events(space) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
     """Op events per (plane, line), by the trace's own marks (independently of profan's
-    readers): TPU ``XLA Ops`` events; GPU and CPU events holding an ``hlo_op`` stat."""
+    readers): TPU ``XLA Ops`` and ``Async XLA Ops`` events; GPU and CPU events holding an
+    ``hlo_op`` stat."""
     device_planes = any(p.name.startswith("/device:") for p in space.planes)
     counts: dict[tuple[str, str], int] = {}
     for plane in space.planes:
         names = {key: meta.name for key, meta in plane.stat_metadata.items()}
         for line in plane.lines:
             if plane.name.startswith("/device:TPU"):
-                found = len(line.events) if line.name == "XLA Ops" else 0
+                found = len(line.events) if line.name in ("XLA Ops", "Async XLA Ops") else 0
             elif plane.name.startswith("/device:GPU") or (
                 plane.name == "/host:CPU" and not device_planes
             ):
@@ -195,7 +196,8 @@ def _xprof_trace_viewer(copy: Path, tmp_path: Path) -> dict:  # type: ignore[typ
 
 def test_xprof_trace_viewer_shows_profans_args(exported, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """XProf converts the copy like any trace, and every op event it shows (XProf leaves out
-    zero-length events) has profan's args, equal to profan's own figures for that op."""
+    zero-length events, and shows TPU async spans only as lines it derives) has profan's args,
+    equal to profan's own figures for that op."""
     name, trace, copies = exported
     source, copy = next(iter(copies.items()))
     viewer = _xprof_trace_viewer(copy, tmp_path)

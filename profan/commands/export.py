@@ -84,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
             target = targets[host]
             progress(f"annotating {host}")
             with atomic_file(target) as temporary:
-                count = write_annotated(
-                    str(file), temporary, export.matcher(host), export.figures, export.efficiencies
-                )
+                count = write_annotated(str(file), temporary, export, host)
             _wrote(target, f"{count.annotated} of {count.events} op events annotated", started)
     else:
         target = targets[""]

@@ -150,7 +150,6 @@ class _Ops:
     def __init__(self, export: Exportable) -> None:
         self.export = export
         self.texts: dict[int, str] = {}
-        self.steps = export.analysis.profile.ops["step"].to_numpy(dtype=np.int64, na_value=-1)
 
     def text(self, op_index: int) -> str:
         found = self.texts.get(op_index)
@@ -197,11 +196,12 @@ def _line_slices(
             tid[mine[lane[mine] == at]] = writer.thread(process, name)
     known = found.row >= 0
     op_index = np.full(len(found.row), -1, dtype=np.int64)
-    op_index[known] = ops.export.figures.row_op[found.row[known]]
+    table = ops.export.table(found.spans)
+    op_index[known] = table.figures.row_op[found.row[known]]
     efficiency = np.full(len(found.row), np.nan)
-    efficiency[known] = ops.export.efficiencies[found.row[known]]
+    efficiency[known] = table.efficiencies[found.row[known]]
     step = np.full(len(found.row), -1, dtype=np.int64)
-    step[known] = ops.steps[found.row[known]]
+    step[known] = table.steps[found.row[known]]
     texts = {int(i): ops.text(int(i)) for i in np.unique(op_index) if i >= 0}
     kernels = (
         [
@@ -299,7 +299,7 @@ def _json_host(writer: _Writer, ops: _Ops, host: str, hosts: int) -> None:
         device=frame["device"].to_numpy(dtype=np.int64, na_value=-1)[mine],
         metadata_id=np.zeros(len(mine), dtype=np.int64),
     )
-    ops.export.used[mine] = True
+    ops.export.executions.used[mine] = True
     _line_slices(writer, ops, found, host, profile.device.kind, JSON_LINE, None, hosts)
 
 

@@ -4,7 +4,8 @@ The readers (``profan.trace.xplane``, ``profan.trace.gpu``) turn op events into 
 ``Profile.ops`` but keep no pointer back to the event; an export needs one, so events are
 joined to rows again here by device and time, which the readers keep exactly:
 
-* TPU: every event of a device plane's ``XLA Ops`` line is one execution;
+* TPU: every event of a device plane's ``XLA Ops`` line is one execution, every event of its
+  ``Async XLA Ops`` line one async span (``Profile.async_ops``);
 * GPU: every event of a device plane holding an ``hlo_op`` stat is a kernel; an execution is
   consecutive kernels of one op, so a kernel belongs to the latest execution that started at or
   before it on its device (the reader's own grouping, seen from the other side);
@@ -20,7 +21,7 @@ then match a row with the same start and duration; every row is used once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ from profan.trace.wire import KIND_INT, KIND_UINT, EventArrays, WireError, decod
 _DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
 HOST_PLANE = "/host:CPU"
 TPU_OP_LINE = "XLA Ops"
+TPU_SPAN_LINE = "Async XLA Ops"  # async ops from start to done: Profile.async_ops
 NO_DEVICE = -1
 
 
@@ -55,6 +57,7 @@ class LineOps:
     duration_ps: np.ndarray  # int64: its own duration (a GPU kernel's, not the execution's)
     device: np.ndarray  # int64: its device ordinal
     metadata_id: np.ndarray  # int64: its event metadata (a GPU kernel's name)
+    spans: bool = False  # rows of Profile.async_ops (a TPU's async spans), not Profile.ops
 
 
 def _stat_id(plane: Plane, name: str) -> int | None:
@@ -142,15 +145,18 @@ class Matcher:
 
     rows: HostRows
     origin: Origin
+    spans: HostRows | None = None  # the host's rows of Profile.async_ops, when it has them
     unmatched: int = 0  # op events without a row
     events: int = 0  # op events seen
-    kinds: set[str] = field(default_factory=set)
 
     def line_ops(
         self, role: PlaneRole, line_name: str, timestamp_ns: int, events: list[bytes]
     ) -> LineOps | None:
         """The op events among a line's serialized events, or None when it holds none."""
-        if role.kind == "TPU" and line_name != TPU_OP_LINE:
+        rows, spans = self.rows, False
+        if role.kind == "TPU" and line_name == TPU_SPAN_LINE and self.spans is not None:
+            rows, spans = self.spans, True
+        elif role.kind == "TPU" and line_name != TPU_OP_LINE:
             return None
         decoded = _decode(role, events)
         if decoded is None or not len(decoded):
@@ -165,23 +171,24 @@ class Matcher:
             device[decoded.stat_event[hit]] = decoded.stat_int[hit]
         rel = decoded.offset_ps + (timestamp_ns - self.origin.ns) * 1000
         if self.origin.residual_ps is None:
-            self.origin.estimate(rel, device, self.rows)
+            self.origin.estimate(rel, device, rows)
         rel = rel - (self.origin.residual_ps or 0)
         row = np.full(count, -1, dtype=np.int64)
         for ordinal in np.unique(device):
-            table = self.rows.devices.get(int(ordinal))
+            table = rows.devices.get(int(ordinal))
             if table is None:
                 continue
             mine = np.flatnonzero(device == ordinal)
             if role.kind == "GPU":
                 row[mine] = _containing(table, rel[mine])
-                self.rows.used[row[mine][row[mine] >= 0]] = True
+                rows.used[row[mine][row[mine] >= 0]] = True
             else:
-                row[mine] = _exact(table, rel[mine], decoded.duration_ps[mine], self.rows.used)
+                row[mine] = _exact(table, rel[mine], decoded.duration_ps[mine], rows.used)
         self.events += count
         self.unmatched += int((row < 0).sum())
-        self.kinds.add(role.kind)
-        return LineOps(decoded.index, row, rel, decoded.duration_ps, device, decoded.metadata_id)
+        return LineOps(
+            decoded.index, row, rel, decoded.duration_ps, device, decoded.metadata_id, spans
+        )
 
 
 def _decode(role: PlaneRole, events: list[bytes]) -> EventArrays | None:

@@ -10,6 +10,7 @@ time over its measured time).  A figure profan does not know is ``None`` and is 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -67,11 +68,15 @@ class Figures:
         measured = float(self.duration_s[row])
         return op.ideal_s / measured if measured > 0 else None
 
-    def execution_efficiencies(self) -> np.ndarray:
-        """``execution_efficiency`` of every row at once (NaN where unknown)."""
+    def execution_efficiencies(self, spans: bool = False) -> np.ndarray:
+        """``execution_efficiency`` of every row at once (NaN where unknown).  ``spans``: the
+        rows are async spans (start to done), whose own time is the transfer's: each is its
+        op's ideal time over the span."""
         ideal = np.array([_nan(op.ideal_s) for op in self.ops] + [math.nan])
         own = np.array([_nan(op.efficiency) for op in self.ops] + [math.nan])
-        by_op = np.array([op.asynchronous or op.ideal_s is None for op in self.ops] + [True])
+        by_op = np.array(
+            [(op.asynchronous and not spans) or op.ideal_s is None for op in self.ops] + [True]
+        )
         index = np.where(self.row_op >= 0, self.row_op, len(self.ops))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(self.duration_s > 0, ideal[index] / self.duration_s, math.nan)
@@ -91,6 +96,20 @@ def _number(value: object) -> float | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def span_figures(analysis: Analysis, figures: Figures) -> Figures | None:
+    """The same ops' figures for the rows of ``Profile.async_ops`` (a TPU's async spans, each
+    the op of its done), or None when the profile has none."""
+    spans = analysis.profile.async_ops
+    if spans is None or not len(spans):
+        return None
+    as_ops = dataclasses.replace(analysis.profile, ops=spans)  # event_rows reads .ops
+    return Figures(
+        ops=figures.ops,
+        row_op=event_rows(as_ops, analysis.score.ops),
+        duration_s=spans["duration_s"].to_numpy(dtype=float),
+    )
 
 
 def figures_of(analysis: Analysis, report: Report) -> Figures:

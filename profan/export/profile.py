@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from profan.errors import TraceError
 from profan.export.events import HostRows, Matcher, Origin
-from profan.export.figures import Figures, figures_of
+from profan.export.figures import Figures, figures_of, span_figures
 from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
 from profan.report.model import Report
@@ -20,16 +21,53 @@ from profan.trace.storage import RemotePath
 
 
 @dataclass(slots=True)
+class Executions:
+    """One table of executions — ``Profile.ops``, or a TPU's async spans
+    (``Profile.async_ops``) — with each row's op, own efficiency and step, and whether an event
+    of the trace was joined to it yet."""
+
+    frame: pd.DataFrame
+    figures: Figures
+    efficiencies: np.ndarray  # Figures.execution_efficiencies() of the rows
+    steps: np.ndarray  # int64, -1 outside any step
+    used: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, figures: Figures, spans: bool) -> Executions:
+        return cls(
+            frame=frame,
+            figures=figures,
+            efficiencies=figures.execution_efficiencies(spans=spans),
+            steps=frame["step"].to_numpy(dtype=np.int64, na_value=-1),
+            used=np.zeros(len(frame), dtype=bool),
+        )
+
+    def host_rows(self, host: str) -> HostRows:
+        return HostRows.of(self.frame, host, self.used)
+
+
+@dataclass(slots=True)
 class Exportable:
     """A profile, its report and figures, and the run it was read from."""
 
     analysis: Analysis
     report: Report
-    figures: Figures
-    efficiencies: np.ndarray  # per row of Profile.ops: Figures.execution_efficiencies()
     run: Run
-    used: np.ndarray  # per row of Profile.ops: joined to an event already
     origin: Origin
+    executions: Executions  # Profile.ops
+    spans: Executions | None  # Profile.async_ops, when the profile has async spans
+
+    @property
+    def figures(self) -> Figures:
+        return self.executions.figures
+
+    @property
+    def efficiencies(self) -> np.ndarray:
+        return self.executions.efficiencies
+
+    def table(self, spans: bool) -> Executions:
+        """The executions a line's op events were joined to (``LineOps.spans``)."""
+        return self.spans if spans and self.spans is not None else self.executions
 
     @property
     def hosts(self) -> list[tuple[str, Path | RemotePath, str]]:
@@ -40,11 +78,13 @@ class Exportable:
 
     def matcher(self, host: str) -> Matcher:
         """The joiner of one host's events to its executions (each host once)."""
-        return Matcher(HostRows.of(self.analysis.profile.ops, host, self.used), self.origin)
+        spans = self.spans.host_rows(host) if self.spans is not None else None
+        return Matcher(self.executions.host_rows(host), self.origin, spans)
 
     def unjoined_rows(self) -> int:
-        """Executions no event was joined to (after every host was read)."""
-        return int((~self.used).sum())
+        """Executions and async spans no event was joined to (after every host was read)."""
+        missing = int((~self.executions.used).sum())
+        return missing + (int((~self.spans.used).sum()) if self.spans is not None else 0)
 
 
 def exportable(
@@ -75,12 +115,16 @@ def exportable(
             "host at a time: profan export RUN_DIR/HOST.xplane.pb --output …",
         )
     figures = figures_of(analysis, report)
+    spans = span_figures(analysis, figures)
     return Exportable(
         analysis=analysis,
         report=report,
-        figures=figures,
-        efficiencies=figures.execution_efficiencies(),
         run=found,
-        used=np.zeros(len(profile.ops), dtype=bool),
         origin=Origin(profile.origin_ns),
+        executions=Executions.of(profile.ops, figures, spans=False),
+        spans=(
+            Executions.of(profile.async_ops, spans, spans=True)
+            if spans is not None and profile.async_ops is not None
+            else None
+        ),
     )

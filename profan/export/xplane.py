@@ -27,6 +27,7 @@ from google.protobuf.message import Message
 from profan.errors import TraceError
 from profan.export.events import Matcher, has_device_planes, plane_role
 from profan.export.figures import EFFICIENCY, UNKNOWN, Figures, op_args
+from profan.export.profile import Executions, Exportable
 from profan.trace.schema import load_schema
 from profan.trace.space import Plane, open_stream, read_planes
 from profan.trace.storage import as_path
@@ -86,10 +87,9 @@ class _PlaneStats:
     """The bytes appended to the op events of one plane: the op's constant figures (built once
     per op) and the execution's efficiency (encoded for a whole line at once)."""
 
-    def __init__(self, view: Message, figures: Figures, efficiencies: np.ndarray) -> None:
+    def __init__(self, view: Message, figures: Figures) -> None:
         self.names = _PlaneNames(view)
         self.figures = figures
-        self.efficiencies = efficiencies
         self.by_op: dict[int, bytes] = {}
 
     def _constant(self, op_index: int) -> bytes:
@@ -100,14 +100,14 @@ class _PlaneStats:
             self.by_op[op_index] = found
         return found
 
-    def of_rows(self, rows: np.ndarray) -> list[bytes | None]:
-        """What to append to each event of these rows of ``Profile.ops`` (None: no row or no
-        op, nothing to append)."""
+    def of_rows(self, rows: np.ndarray, table: Executions) -> list[bytes | None]:
+        """What to append to each event of these rows of ``table`` (None: no row or no op,
+        nothing to append)."""
         known = rows >= 0
         op_index = np.full(len(rows), -1, dtype=np.int64)
-        op_index[known] = self.figures.row_op[rows[known]]
+        op_index[known] = table.figures.row_op[rows[known]]
         efficiency = np.full(len(rows), np.nan)
-        efficiency[known] = self.efficiencies[rows[known]]
+        efficiency[known] = table.efficiencies[rows[known]]
         # every finite efficiency is the same stat but its 8 bytes: one prefix, then the double
         prefix = _stat(self.names, EFFICIENCY, 0.0)[:-8]
         width = len(prefix) + 8
@@ -151,15 +151,14 @@ def _write_plane(
     plane: Plane,
     device_planes: bool,
     matcher: Matcher,
-    figures: Figures,
-    efficiencies: np.ndarray,
+    export: Exportable,
     count: Annotated,
 ) -> None:
     """One plane, annotated, written line by line: its length is filled in afterwards (so no
     more than one line is held), and its other fields follow its lines (they hold the stat
     metadata the annotations add)."""
     view = plane.view
-    stats = _PlaneStats(view, figures, efficiencies)
+    stats = _PlaneStats(view, export.figures)
     role = plane_role(plane, device_planes)
     schema = load_schema("xplane.proto")
     out.write(bytes([_SPACE_PLANE]))
@@ -175,7 +174,7 @@ def _write_plane(
             found = matcher.line_ops(role, line.name, line.timestamp_ns, events)
         if found is not None:
             count.events += len(found.index)
-            extras = stats.of_rows(found.row)
+            extras = stats.of_rows(found.row, export.table(found.spans))
             for position, extra in zip(found.index.tolist(), extras, strict=True):
                 if extra is not None:
                     events[position] += extra
@@ -222,11 +221,10 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     raise ValueError("truncated varint")
 
 
-def write_annotated(
-    source: str, target: Path, matcher: Matcher, figures: Figures, efficiencies: np.ndarray
-) -> Annotated:
-    """Write ``source`` (one host's xplane) to ``target`` with profan's figures on its op
-    events (``efficiencies``: ``Figures.execution_efficiencies()``, computed once)."""
+def write_annotated(source: str, target: Path, export: Exportable, host: str) -> Annotated:
+    """Write ``source`` (the xplane of ``host``) to ``target`` with profan's figures on its op
+    events."""
+    matcher = export.matcher(host)
     count = Annotated()
     with _open(source) as stream, open(target, "wb") as out:
         planes = read_planes(stream, source)
@@ -234,9 +232,7 @@ def write_annotated(
         index = 0
         for tag, start, end in _top_level_fields(stream):
             if tag == _SPACE_PLANE:
-                _write_plane(
-                    out, planes[index], device_planes, matcher, figures, efficiencies, count
-                )
+                _write_plane(out, planes[index], device_planes, matcher, export, count)
                 index += 1
             else:
                 stream.seek(start)
