@@ -5,8 +5,8 @@ same per-execution figures (``figures``) joined to the trace's events again (``e
 
 from profan.export.chrome import ChromeCount, write_chrome
 from profan.export.counters import DEFAULT_BINS
+from profan.export.exportable import Exportable, exportable
 from profan.export.figures import Figures, OpFigures, figures_of
-from profan.export.profile import Exportable, exportable
 from profan.export.target import atomic_file, check_targets, output_form, xplane_targets
 from profan.export.xplane import Annotated, write_annotated
 

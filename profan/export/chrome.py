@@ -29,8 +29,8 @@ import numpy as np
 
 from profan.export.counters import Work, bin_edges, device_rates
 from profan.export.events import LineOps, has_device_planes, plane_role
+from profan.export.exportable import Exportable
 from profan.export.figures import EFFICIENCY, UNKNOWN, op_args
-from profan.export.profile import Exportable
 from profan.export.tracks import device_steps, lanes
 from profan.trace.space import line_events
 from profan.trace.xplane import open_planes

@@ -26,8 +26,8 @@ from google.protobuf.message import Message
 
 from profan.errors import TraceError
 from profan.export.events import Matcher, has_device_planes, plane_role
+from profan.export.exportable import Executions, Exportable
 from profan.export.figures import EFFICIENCY, UNKNOWN, Figures, op_args
-from profan.export.profile import Executions, Exportable
 from profan.trace.schema import load_schema
 from profan.trace.space import Plane, open_stream, read_planes
 from profan.trace.storage import as_path
