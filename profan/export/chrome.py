@@ -37,6 +37,7 @@ from profan.trace.xplane import open_planes
 from profan.version import __version__
 
 _BATCH = 20000  # events joined and written at once
+_THREADS_PER_PROCESS = 100_000  # thread ids of process p: p * this + 1, + 2, …
 STEPS_THREAD = "Steps"
 JSON_LINE = "ops"  # the thread of a host read from trace-viewer JSON (which has no lines)
 
@@ -105,12 +106,15 @@ class _Writer:
         self.count.counters += 1
 
     def thread(self, pid: int, name: str) -> int:
+        """The thread of ``name`` in process ``pid``: ids unique across processes and never a
+        process's own id (which viewers take for its main thread)."""
         key = (pid, name)
         tid = self.tids.get(key)
         if tid is None:
-            tid = self.tids[key] = sum(1 for p, _ in self.tids if p == pid) + 1
+            index = sum(1 for p, _ in self.tids if p == pid) + 1
+            tid = self.tids[key] = pid * _THREADS_PER_PROCESS + index
             self.add(_metadata("thread_name", pid, tid, {"name": name}))
-            self.add(_metadata("thread_sort_index", pid, tid, {"sort_index": tid}))
+            self.add(_metadata("thread_sort_index", pid, tid, {"sort_index": index}))
             self.count.threads += 1
         return tid
 
