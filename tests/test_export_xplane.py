@@ -267,3 +267,16 @@ def test_form_and_target_errors_are_one_line_with_exit_2(tmp_path, capsys) -> No
     assert main(["export", pod, "--output", str(tmp_path / "pod.xplane.pb")]) == 2
     assert "3 hosts" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_pod_read_reduced_is_a_clear_error(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Above 256 MiB of host files profan reads a pod reduced (no per-event table for most
+    hosts): export says so and how to export host by host, exit 2, nothing written."""
+    import profan.report.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load", functools.partial(load, form="reduced"))
+    target = tmp_path / "pod.json"
+    assert main(["export", str(FIXTURES / "multihost"), "--output", str(target)]) == 2
+    error = capsys.readouterr().err
+    assert "read this pod reduced" in error and "one host at a time" in error
+    assert not target.exists() and not list(tmp_path.iterdir())
