@@ -259,3 +259,20 @@ def test_counters_never_exceed_the_roofline_or_the_chip(chrome) -> None:  # type
     )
     if total and not flops_capped:
         assert integrated == pytest.approx(total, rel=2e-3)
+
+
+def test_a_trace_viewer_json_input_exports_its_executions(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A profile read from the trace viewer's JSON (no xplane beside it) has no lines to join:
+    each device's executions go on one thread; it has no xplane to annotate (exit 2)."""
+    (source,) = sorted((FIXTURES / "transformer" / "trace").rglob("*.trace.json.gz"))
+    target = tmp_path / "from_json.json"
+    assert main(["export", str(source), "--output", str(target)]) == 0
+    document = json.loads(target.read_text(encoding="utf-8"))
+    assert trace_event_format_errors(document) == []
+    assert nesting_errors(document["traceEvents"]) == []
+    export = exportable(str(source))
+    ops = [e for e in document["traceEvents"] if e["ph"] == "X" and e["cat"] != "step"]
+    assert len(ops) == len(export.analysis.profile.ops) > 0
+    assert all("profan_bound" in e["args"] for e in ops)
+    assert main(["export", str(source), "--output", str(tmp_path / "x.xplane.pb")]) == 2
+    assert "no .xplane.pb to annotate" in capsys.readouterr().err

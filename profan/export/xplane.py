@@ -46,7 +46,7 @@ _LENGTH_WIDTH = 5  # bytes of a plane's length prefix, written before its size i
 
 @dataclass(slots=True)
 class Annotated:
-    """What one host's copy holds: op events seen, annotated, and without a row."""
+    """What one host's copy holds: op events seen, and how many got profan's figures."""
 
     events: int = 0
     annotated: int = 0
