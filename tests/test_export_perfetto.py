@@ -87,6 +87,15 @@ def _rows(processor, sql: str) -> list[dict[str, Any]]:  # type: ignore[no-untyp
     return [row.__dict__ for row in processor.query(sql)]
 
 
+def _counts(processor, sql: str) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
+    """A query's (process, track or thread) -> n rows as a dict."""
+    return {(row["process"], row["name"]): row["n"] for row in _rows(processor, sql)}
+
+
+def _process_names(events: list[dict[str, Any]]) -> dict[int, str]:
+    return {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+
+
 def test_perfetto_imports_the_file_without_errors(perfetto) -> None:  # type: ignore[no-untyped-def]
     _, document, processor = perfetto
     problems = _rows(
@@ -102,19 +111,19 @@ def test_perfetto_imports_the_file_without_errors(perfetto) -> None:  # type: ig
 def test_perfetto_sees_the_processes_threads_and_slices_written(perfetto) -> None:  # type: ignore[no-untyped-def]
     _, document, processor = perfetto
     events = document["traceEvents"]
-    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    processes = _process_names(events)
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
                if e.get("name") == "thread_name"}  # fmt: skip
     written = Counter(
         (processes[e["pid"]], threads[(e["pid"], e["tid"])]) for e in events if e["ph"] == "X"
     )
-    read = _rows(
+    read = _counts(
         processor,
-        "select p.name as process, t.name as thread, count(*) as n from slice s "
+        "select p.name as process, t.name as name, count(*) as n from slice s "
         "join thread_track tt on s.track_id = tt.id join thread t using (utid) "
         "join process p using (upid) group by 1, 2",
     )
-    assert {(r["process"], r["thread"]): r["n"] for r in read} == dict(written)
+    assert read == dict(written)
 
 
 def test_perfetto_reads_each_slice_time_and_profans_args(perfetto) -> None:  # type: ignore[no-untyped-def]
@@ -148,19 +157,19 @@ def test_perfetto_reads_each_slice_time_and_profans_args(perfetto) -> None:  # t
 def test_perfetto_reads_the_counter_tracks_of_every_device(perfetto) -> None:  # type: ignore[no-untyped-def]
     _, document, processor = perfetto
     events = document["traceEvents"]
-    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    processes = _process_names(events)
     written = Counter(
         (processes[e["pid"]], f"{e['name']} {next(iter(e['args']))}")
         for e in events
         if e["ph"] == "C"
     )
-    read = _rows(
+    read = _counts(
         processor,
-        "select p.name as process, t.name as track, count(*) as n from counter c "
+        "select p.name as process, t.name as name, count(*) as n from counter c "
         "join process_counter_track t on c.track_id = t.id join process p using (upid) "
         "group by 1, 2",
     )
-    assert {(r["process"], r["track"]): r["n"] for r in read} == dict(written)
+    assert read == dict(written)
     names = {track for _, track in written}
     assert names == {"achieved FLOP/s", "roofline FLOP/s", "achieved HBM B/s", "roofline HBM B/s"}
     assert {process for process, _ in written} == set(processes.values())
