@@ -1,0 +1,113 @@
+"""``profan export TRACE --output FILE``: profan's verdict on every op inside the trace viewers
+users already have — an annotated copy of the ``.xplane.pb`` (XProf/TensorBoard) or a Chrome
+trace (Perfetto UI, ``chrome://tracing``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from profan.errors import ConfigError
+from profan.export import (
+    DEFAULT_BINS,
+    atomic_file,
+    check_targets,
+    exportable,
+    output_form,
+    write_annotated,
+    write_chrome,
+    xplane_targets,
+)
+from profan.report.config import load_rule_config
+from profan.report.pipeline import Progress, resolve_layout
+from profan.trace.discover import find_run
+from profan.units import si
+
+HELP = (
+    "write profan's figures onto every op event: an annotated .xplane.pb copy (XProf, "
+    "TensorBoard) or a Chrome trace .json/.json.gz (Perfetto UI)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="trace directory or .xplane.pb file")
+    parser.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        metavar="FILE",
+        help="where to write: *.xplane.pb, *.json or *.json.gz (a directory with --format "
+        "xplane: a log dir with every host); never inside the trace directory",
+    )
+    parser.add_argument(
+        "--format", choices=("xplane", "json"), help="the form (default: from FILE's suffix)"
+    )
+    parser.add_argument("--chip", help="chip to score against (default: from the trace)")
+    parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
+    parser.add_argument("--run", help="which run of a multi-run profile directory")
+    parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    parser.add_argument(
+        "--counter-bins",
+        type=int,
+        default=DEFAULT_BINS,
+        metavar="N",
+        help=f"JSON: intervals the FLOP/s and bandwidth counters average over (default "
+        f"{DEFAULT_BINS})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.counter_bins < 1:
+        raise ConfigError("--counter-bins must be at least 1")
+    form = output_form(args.output, args.format)
+    config = load_rule_config(args.config)
+    trace_path, _ = resolve_layout(args.trace, args.hlo)
+    found = find_run(trace_path, args.run)
+    targets = xplane_targets(args.output, found) if form == "xplane" else {"": Path(args.output)}
+    check_targets(list(targets.values()), [args.trace, trace_path], found)
+    if form == "xplane":
+        formats = {found.formats[host] for host in targets}
+        if formats != {"xplane"}:
+            raise ConfigError(
+                f"{trace_path}: the trace is trace-viewer JSON, not an xplane: there is no "
+                ".xplane.pb to annotate; export it as Chrome JSON (--output FILE.json.gz)"
+            )
+    progress = Progress()
+    started = time.perf_counter()
+    export = exportable(
+        args.trace, chip=args.chip, hlo=args.hlo, run=args.run, config=config, progress=progress
+    )
+    if form == "xplane":
+        for host, file, _ in export.hosts:
+            target = targets[host]
+            progress(f"annotating {host}")
+            with atomic_file(target) as temporary:
+                count = write_annotated(str(file), temporary, export, host)
+            _wrote(target, f"{count.annotated} of {count.events} op events annotated", started)
+    else:
+        target = targets[""]
+        progress("writing the Chrome trace")
+        with atomic_file(target) as temporary:
+            count = write_chrome(export, temporary, args.counter_bins)
+        _wrote(
+            target,
+            f"{count.op_slices} op slices with profan's figures, {count.counters} counter "
+            f"events, {count.processes} device(s)",
+            started,
+        )
+    missing = export.unjoined_rows()
+    if missing:
+        print(
+            f"profan: note: {missing} op executions were not found among the trace's events "
+            "again; they carry no figures in the output",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _wrote(target: Path, what: str, started: float) -> None:
+    size = target.stat().st_size
+    elapsed = time.perf_counter() - started
+    print(f"profan: wrote {target} ({si(size, 'B')}, {what}; {elapsed:.1f} s)", file=sys.stderr)
