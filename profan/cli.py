@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "hlo": "hlo",
     "chips": "chips",
     "memory": "memory",
+    "cache": "cache",
 }
 
 

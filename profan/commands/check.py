@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from profan.commands.cache import add_no_cache_argument
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.report import baseline as baselines
 from profan.report.budget import evaluate, github_annotations, junit_xml, load_budget, summary_text
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chip", help="chip to score against (default: from the trace)")
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
+    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         run=args.run,
         config=budget.rules,
         progress=Progress(),
+        use_cache=not args.no_cache,
     )
     if args.update_baseline:
         entry = baselines.write_baseline(args.baseline, report)

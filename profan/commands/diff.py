@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from profan.commands.cache import add_no_cache_argument
 from profan.report import diff
 from profan.report.pipeline import Progress, report_for
 
@@ -16,12 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("b", help="trace directory/file or JSON report (after)")
     parser.add_argument("--top", type=int, default=15, help="ops to list (default 15)")
     parser.add_argument("--chip", help="chip to score against (default: from each trace)")
+    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress()
-    a = report_for(args.a, chip=args.chip, progress=progress)
-    b = report_for(args.b, chip=args.chip, progress=progress)
+    a = report_for(args.a, chip=args.chip, progress=progress, use_cache=not args.no_cache)
+    b = report_for(args.b, chip=args.chip, progress=progress, use_cache=not args.no_cache)
     from profan.report.terminal import terminal_width
 
     text = diff.render(

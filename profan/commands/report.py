@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from profan.commands.cache import add_no_cache_argument
 from profan.errors import ConfigError
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
     parser.add_argument("--plots", action="store_true", help="also write plot PNGs under --out")
+    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     config = load_rule_config(args.config)
     progress = Progress(False) if args.format == "json" else Progress()
     report = report_for(
-        args.trace, chip=args.chip, hlo=args.hlo, run=args.run, config=config, progress=progress
+        args.trace,
+        chip=args.chip,
+        hlo=args.hlo,
+        run=args.run,
+        config=config,
+        progress=progress,
+        use_cache=not args.no_cache,
     )
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:

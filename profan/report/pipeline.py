@@ -10,19 +10,22 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from profan import chips, roofline, sharding
+from profan.cache.reports import read_report, report_key, write_report
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
-from profan.report.keys import base_name
-from profan.report.model import Report
-from profan.sharding import ProgramMesh, ShardingReport
-from profan.trace import load
-from profan.trace.hlofiles import modules_before_optimizations
-from profan.trace.profile import Profile
+from profan.trace.discover import Run, find_run
 from profan.trace.storage import is_remote
+
+if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
+    from profan import chips
+    from profan.report.build import Analysis
+    from profan.report.model import Report
+    from profan.sharding import ProgramMesh, ShardingReport
+    from profan.trace.profile import Profile
 
 
 class Progress:
@@ -39,6 +42,8 @@ class Progress:
 
 
 def _get_chip(name: str | None) -> chips.Chip | None:
+    from profan import chips
+
     if name is None:
         return None
     try:
@@ -53,6 +58,9 @@ def describe_shardings(
     """``profan.sharding.describe`` of every module of the profile, by module key.
     ``program_meshes`` (by module base name, ``jit_layer``): the mesh each program was written
     for, when the caller knows it (``profan.capture`` does), so axes carry the program's names."""
+    from profan import sharding
+    from profan.report.keys import base_name
+
     meshes = program_meshes or {}
     out: dict[str, ShardingReport] = {}
     for key, module in profile.modules.items():
@@ -67,6 +75,10 @@ def dumped_program_meshes(hlo: Path) -> dict[str, ProgramMesh]:
     """The mesh each program names in an XLA dump's modules before optimisations (JAX writes the
     mesh, axis names included, there; the optimised modules keep only XLA's names), by module
     base name.  A name two dumped programs share with different meshes is left out."""
+    from profan import sharding
+    from profan.report.keys import base_name
+    from profan.trace.hlofiles import modules_before_optimizations
+
     found: dict[str, ProgramMesh | None] = {}
     for module in modules_before_optimizations(hlo):
         mesh = sharding.program_mesh(module)
@@ -92,6 +104,24 @@ def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
     return str(path), hlo
 
 
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a report is made from: the trace path (``trace/`` of a fixture-style folder), the
+    HLO dumps joined to it, and the run found there."""
+
+    trace: str
+    hlo: str | None
+    run: Run
+
+
+def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> Inputs:
+    """The inputs of ``path`` (``TraceError`` when there is no such trace)."""
+    if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
+        raise TraceError(str(path), "no such file or directory")
+    trace, hlo = resolve_layout(path, hlo)
+    return Inputs(trace, hlo, find_run(trace, run))
+
+
 def analyse(
     path: str | Path,
     *,
@@ -100,17 +130,35 @@ def analyse(
     run: str | None = None,
     progress: Progress | None = None,
     program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
 ) -> Analysis:
+    """Load, describe the sharding of every module, score (``use_cache``: the loaded profile
+    may come from the cache, ``profan.cache``)."""
     progress = progress or Progress(False)
-    if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
-        raise TraceError(str(path), "no such file or directory")
-    progress(f"loading {path}")
-    trace_path, hlo = resolve_layout(path, hlo)
-    profile = load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
+    inputs = locate(path, hlo, run)
+    return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+
+
+def analyse_inputs(
+    inputs: Inputs,
+    chip: str | None,
+    progress: Progress,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
+) -> Analysis:
+    """``analyse`` of inputs already located."""
+    from profan import roofline
+    from profan.report.build import Analysis
+    from profan.trace.api import load_run
+    from profan.trace.options import LoadOptions
+
+    progress(f"loading {inputs.trace}")
+    options = LoadOptions(hlo=inputs.hlo, progress=progress.enabled or None, use_cache=use_cache)
+    profile = load_run(inputs.trace, inputs.run, options)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    meshes = {**(dumped_program_meshes(Path(hlo)) if hlo else {}), **(program_meshes or {})}
-    shardings = describe_shardings(profile, meshes)
+    dumped = dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}
+    shardings = describe_shardings(profile, {**dumped, **(program_meshes or {})})
     progress("scoring")
     score = roofline.score(profile, _get_chip(chip), shardings=shardings)
     return Analysis(profile, score, shardings)
@@ -125,19 +173,48 @@ def report_for(
     config: RuleConfig | None = None,
     progress: Progress | None = None,
     program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
 ) -> Report:
-    """The report of a trace, or of a JSON report file (read back as it was written)."""
+    """The report of a trace, or of a JSON report file (read back as it was written).
+
+    ``use_cache``: reuse the report built before from the same inputs and options, and keep
+    this one (``profan.cache.reports``); the profile it is built from may come from the cache
+    too.  A report for a caller that knows the program's meshes is not cached."""
     progress = progress or Progress(False)
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
-    analysis = analyse(
-        path, chip=chip, hlo=hlo, run=run, progress=progress, program_meshes=program_meshes
-    )
+    inputs = locate(path, hlo, run)
+    key = None
+    if use_cache and not program_meshes:
+        key = cache_key(inputs, chip, config)
+    if key is not None:
+        cached = read_report(key)
+        if cached is not None:
+            progress(f"{inputs.trace}: the report of these inputs, from the cache")
+            return cached
+    from profan.report.build import build_report
+
+    analysis = analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
     progress("building the report")
-    return build_report(analysis, config)
+    report = build_report(analysis, config)
+    if key is not None:
+        write_report(key, report)
+    return report
+
+
+def cache_key(inputs: Inputs, chip: str | None, config: RuleConfig | None) -> str | None:
+    """The report cache's key for these inputs and options (``profan.cache.reports``; None
+    when an input cannot be fingerprinted).  No rule configuration means the defaults."""
+    found = inputs.run
+    rules = config or RuleConfig()
+    return report_key(
+        inputs.trace, found.name, found.files, found.formats, found.skipped, inputs.hlo, chip, rules
+    )
 
 
 def read_json_report(path: str | Path) -> Report:
+    from profan.report.model import Report
+
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
