@@ -331,3 +331,42 @@ def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) 
         again = open_grammar_cached("hlo.lark", start="instruction_line", **options)
         assert [again.parse(line) for line in lines] == [built.parse(line) for line in lines]
     assert not marker.exists()
+
+
+def test_every_kind_of_entry_damaged_is_a_miss_end_to_end(
+    cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fill every kind (inputs, modules, profiles, pod hosts, reports, annotated text, parser
+    tables), damage every entry the same way, and run again: the same output, nothing run."""
+    trace = str(fixtures_dir / "multihost")
+    runs = (["report", trace, "--format", "json"], ["annotate", trace])
+
+    def outputs() -> list[str]:
+        texts = []
+        for argv in runs:
+            assert main(argv) == 0
+            texts.append(capsys.readouterr().out)
+        reduced = profan.load(fixtures_dir / "multihost" / "trace", form="reduced")
+        texts.append(repr(reduced.hosts.to_dict()))
+        return texts
+
+    expected = outputs()
+    dump = fixtures_dir / "mlp" / "hlo"
+    parse_file(sorted(dump.glob("*after_optimizations.txt"))[0])  # the parse caches too
+    kinds = {entry.parent.name for entry in _entries(cache)}
+    assert {"inputs", "hloproto", "profiles", "hosts", "reports", "hlo", "lark"} <= kinds
+    pristine = tmp_path / "pristine"
+    shutil.copytree(cache, pristine)
+    marker = tmp_path / "executed"
+    for damage in ("garbage", "empty", "truncated", "flipped", "foreign", "pickle"):
+        shutil.rmtree(cache)
+        shutil.copytree(pristine, cache)
+        entries = _entries(cache)
+        for entry, other in zip(entries, entries[1:] + entries[:1], strict=True):
+            content = _damaged(entry, other, marker)[damage]
+            entry.write_bytes(content)
+        assert outputs() == expected, damage
+    for entry in _entries(cache):  # intact frames with the right key and the wrong contents
+        store.write_entry(entry.parent.name, entry.stem, {"not": ["what", "it", "holds"]})
+    assert outputs() == expected
+    assert not marker.exists()
