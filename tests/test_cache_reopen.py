@@ -87,7 +87,8 @@ def test_cached_outputs_are_byte_identical_to_a_cold_read(
     reports_before = len(list((cache / "reports").glob("*.entry")))
 
     assert _out(["report", trace, "--format", "json"], capsys) == expected["json"]  # fills
-    assert len(list((cache / "reports").glob("*.entry"))) == reports_before + 1
+    stored = len(list((cache / "reports").glob("*.entry")))
+    assert stored == reports_before + 2  # the report, and its JSON text
     for fmt in FORMATS:  # re-opened from the stored report
         assert _out(["report", trace, "--format", fmt], capsys) == expected[fmt], fmt
 

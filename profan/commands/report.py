@@ -6,11 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profan.commands.cache import add_no_cache_argument
 from profan.errors import ConfigError
 from profan.report.config import load_rule_config
-from profan.report.pipeline import Progress, report_for
+from profan.report.pipeline import Progress, report_for, text_for
+
+if TYPE_CHECKING:
+    from profan.report.model import Report
 
 HELP = "report where a profile's time went and how far each op was from its roofline"
 
@@ -35,20 +39,29 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--top must be at least 1")
     config = load_rule_config(args.config)
     progress = Progress(False) if args.format == "json" else Progress()
-    report = report_for(
-        args.trace,
-        chip=args.chip,
-        hlo=args.hlo,
-        run=args.run,
-        config=config,
-        progress=progress,
-        use_cache=not args.no_cache,
-    )
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:
         _check_out_dir(out_dir, Path(args.trace))
         out_dir.mkdir(parents=True, exist_ok=True)
-    text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
+    options = {
+        "chip": args.chip,
+        "hlo": args.hlo,
+        "run": args.run,
+        "config": config,
+        "progress": progress,
+        "use_cache": not args.no_cache,
+    }
+    if args.format == "json" or (args.format == "html" and not args.plots):
+        # JSON and HTML cost more to render than the report costs to read back (the JSON
+        # encoder, the plots), and write nothing beside their text: the text is cached too.
+        def render_text(report: Report) -> str:
+            return render(report, args.format, top=args.top, out_dir=out_dir)
+
+        rendering = ("report", args.format, args.top)
+        text = text_for(args.trace, render_text, rendering, **options)
+    else:
+        report = report_for(args.trace, **options)
+        text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
     if out_dir is None:
         sys.stdout.write(text)
     else:

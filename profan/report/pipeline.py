@@ -9,12 +9,19 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from profan.cache.reports import read_report, report_key, write_report
+from profan.cache.reports import (
+    read_report,
+    read_text,
+    report_key,
+    text_key,
+    write_report,
+    write_text,
+)
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
 from profan.trace.discover import Run, find_run
@@ -184,9 +191,52 @@ def report_for(
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
     inputs = locate(path, hlo, run)
-    key = None
-    if use_cache and not program_meshes:
-        key = cache_key(inputs, chip, config)
+    key = cache_key(inputs, chip, config) if use_cache and not program_meshes else None
+    return _report(inputs, key, chip, config, progress, program_meshes, use_cache)
+
+
+def text_for(
+    path: str | Path,
+    render: Callable[[Report], str],
+    rendering: tuple[Any, ...],
+    *,
+    chip: str | None = None,
+    hlo: str | None = None,
+    run: str | None = None,
+    config: RuleConfig | None = None,
+    progress: Progress | None = None,
+    use_cache: bool = True,
+) -> str:
+    """``render(report_for(path, ...))``, the text itself reused from the cache when the same
+    rendering (``rendering``: what it depends on beside the report, e.g. the format and its
+    options) was made from the same report before.  For renderings that cost more than
+    reading the report back (JSON, HTML) and have no side effects."""
+    progress = progress or Progress(False)
+    if str(path).endswith(".json") and Path(path).is_file():
+        return render(read_json_report(path))
+    inputs = locate(path, hlo, run)
+    key = cache_key(inputs, chip, config) if use_cache else None
+    rendered_key = None if key is None else text_key(key, *rendering)
+    text = None if rendered_key is None else read_text(rendered_key)
+    if text is not None:
+        progress(f"{inputs.trace}: this rendering of its report, from the cache")
+        return text
+    text = render(_report(inputs, key, chip, config, progress, None, use_cache))
+    if rendered_key is not None:
+        write_text(rendered_key, text)
+    return text
+
+
+def _report(
+    inputs: Inputs,
+    key: str | None,
+    chip: str | None,
+    config: RuleConfig | None,
+    progress: Progress,
+    program_meshes: Mapping[str, ProgramMesh] | None,
+    use_cache: bool,
+) -> Report:
+    """The report stored under ``key``, else built (and stored there)."""
     if key is not None:
         cached = read_report(key)
         if cached is not None:
