@@ -16,8 +16,9 @@ Commands (one round):
 
 * ``cold``: ``profan report --no-cache``: reads the trace (the HLO parse cache stays warm, as
   in a repeated session before this cache existed);
-* ``first``: ``profan report`` into an empty cache directory: a cold read plus filling the
-  cache (hashing the inputs, writing the profile and the report);
+* ``first``: ``profan report`` with nothing of this profile in the cache (the HLO parse cache
+  kept warm, as for ``cold``): a cold read plus filling the cache (hashing the inputs, writing
+  the profile and the report);
 * ``warm``: ``profan report`` again: the stored report (JSON and HTML: the stored text);
 * ``profile``: ``profan report`` with the stored report removed: the stored profile, scored
   and built again (what another ``--chip`` or rule set costs);
@@ -79,15 +80,17 @@ def main() -> int:
         parse_cache = Path(temp) / "parse-cache"  # the cold read's: HLO parses kept warm
         cache = Path(temp) / "cache"
         profan = [sys.executable, "-m", "profan", "report", args.trace]
-        commands: dict[str, tuple[list[str], dict[str, str], Path | None]] = {}
+        # what re-opening a profile stores (the parse caches hlo, hloproto, lark stay)
+        stored = [cache / kind for kind in ("reports", "profiles", "hosts", "inputs")]
+        commands: dict[str, tuple[list[str], dict[str, str], list[Path]]] = {}
         for fmt in args.format:
             cold_env = {**base, "PROFAN_CACHE_DIR": str(parse_cache)}
             warm_env = {**base, "PROFAN_CACHE_DIR": str(cache)}
             command = [*profan, "--format", fmt]
-            commands[f"{fmt} cold"] = ([*command, "--no-cache"], cold_env, None)
-            commands[f"{fmt} first"] = (command, warm_env, cache)  # emptied before each run
-            commands[f"{fmt} warm"] = (command, warm_env, None)
-            commands[f"{fmt} profile"] = (command, warm_env, cache / "reports")
+            commands[f"{fmt} cold"] = ([*command, "--no-cache"], cold_env, [])
+            commands[f"{fmt} first"] = (command, warm_env, stored)  # emptied before each run
+            commands[f"{fmt} warm"] = (command, warm_env, [])
+            commands[f"{fmt} profile"] = (command, warm_env, [cache / "reports"])
         if not args.no_xprof:
             copy = Path(temp) / "xprof" / _xplane(Path(args.trace)).name
             copy.parent.mkdir()
@@ -96,15 +99,15 @@ def main() -> int:
             _timed(xprof, base)  # writes ALL_HOSTS.op_stats_v2.pb beside the copy
             if not (copy.parent / "ALL_HOSTS.op_stats_v2.pb").is_file():
                 sys.exit("xprof wrote no cache file beside the trace")
-            commands["xprof-cached"] = (xprof, base, None)
+            commands["xprof-cached"] = (xprof, base, [])
         for command, env, _ in commands.values():  # warm-up: caches filled, files in memory
             _timed(command, env)
         rounds: list[dict[str, tuple[float, float]]] = []
         for _ in range(args.repeat):
             times = {}
             for name, (command, env, emptied) in commands.items():
-                if emptied is not None:
-                    shutil.rmtree(emptied, ignore_errors=True)
+                for folder in emptied:
+                    shutil.rmtree(folder, ignore_errors=True)
                 times[name] = _timed(command, env)
             rounds.append(times)
     print(f"trace: {args.trace}; {args.repeat} rounds; medians (min-max)")
@@ -118,10 +121,9 @@ def main() -> int:
         )
     print("\npaired ratios, medians (wall / cpu):")
     for fmt in args.format:
-        for name, against in (("warm", "cold"), ("profile", "cold"), ("first", "cold")):
-            print(
-                f"  {fmt} {name} / {fmt} {against}: {_ratio(rounds, f'{fmt} {name}', f'{fmt} {against}')}"
-            )
+        for name in ("warm", "profile", "first"):
+            ratio = _ratio(rounds, f"{fmt} {name}", f"{fmt} cold")
+            print(f"  {fmt} {name} / {fmt} cold: {ratio}")
         if "xprof-cached" in commands:
             print(f"  {fmt} warm / xprof-cached: {_ratio(rounds, f'{fmt} warm', 'xprof-cached')}")
     return 0
