@@ -16,10 +16,13 @@ import pytest
 
 import profan
 from profan.cache import keys, store
+from profan.cache.grammars import open_grammar_cached
 from profan.cache.inputs import USER_CHIPS_ENV, USER_KERNELS_ENV, file_input, hlo_inputs
 from profan.cache.modules import cache_key, decode_module, encode_module
 from profan.cli import main
 from profan.hlo import parse_file
+
+LALR = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
 
 
 class _Planted:
@@ -311,9 +314,7 @@ def test_cache_directory_that_cannot_be_written_only_costs_speed(
 def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) -> None:
     """The HLO parser's LALR tables come back from the cache as msgpack (never Lark's pickle)
     and parse exactly as freshly built ones; damaged tables are built again."""
-    from profan.cache.grammars import open_grammar_cached
-
-    options = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
+    options = LALR
     lines = [
         "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(bf16[32,32,8192]{2,1,0} "
         "%p), kind=kCustom, calls=%all-reduce-scatter.3",
@@ -348,6 +349,9 @@ def test_every_kind_of_entry_damaged_is_a_miss_end_to_end(
             texts.append(capsys.readouterr().out)
         reduced = profan.load(fixtures_dir / "multihost" / "trace", form="reduced")
         texts.append(repr(reduced.hosts.to_dict()))
+        # the parser tables (a process builds its parsers once: read them here each time)
+        line = open_grammar_cached("hlo.lark", start="instruction_line", **LALR)
+        texts.append(str(line.parse("%a = f32[2]{0} parameter(0)")))
         return texts
 
     expected = outputs()

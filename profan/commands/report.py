@@ -51,17 +51,22 @@ def run(args: argparse.Namespace) -> int:
         "progress": progress,
         "use_cache": not args.no_cache,
     }
-    if args.format == "json" or (args.format == "html" and not args.plots):
-        # JSON and HTML cost more to render than the report costs to read back (the JSON
-        # encoder, the plots), and write nothing beside their text: the text is cached too.
+    # What the text depends on beside the report.  A rendering that writes nothing else (PNGs
+    # under --out for Markdown, or for HTML with --plots) is cached as text: re-opening then
+    # needs neither the report's renderers nor the libraries they load.
+    rendering = ("report", args.format, args.top, *_terminal_options(args.format, out_dir))
+    writes_images = out_dir is not None and (
+        args.format == "md" or (args.format == "html" and args.plots)
+    )
+    if writes_images:
+        report = report_for(args.trace, **options)
+        text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
+    else:
+
         def render_text(report: Report) -> str:
             return render(report, args.format, top=args.top, out_dir=out_dir)
 
-        rendering = ("report", args.format, args.top)
         text = text_for(args.trace, render_text, rendering, **options)
-    else:
-        report = report_for(args.trace, **options)
-        text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
     if out_dir is None:
         sys.stdout.write(text)
     else:
@@ -85,14 +90,25 @@ def _check_out_dir(out_dir: Path, trace: Path) -> None:
         raise ConfigError(f"--out {out_dir} is inside the trace directory; choose another place")
 
 
+def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
+    """(colour, width) of terminal text: the terminal's when printed, plain and the default
+    width in a file; other formats have neither."""
+    if fmt != "term":
+        return False, 0
+    from profan.report.layout import DEFAULT_WIDTH, terminal_width, use_colour
+
+    if out_dir is not None:
+        return False, DEFAULT_WIDTH
+    return use_colour(sys.stdout), terminal_width(sys.stdout)
+
+
 def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = False) -> str:  # type: ignore[no-untyped-def]
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=1) + "\n"
     if fmt == "term":
         from profan.report import terminal
 
-        colour = out_dir is None and terminal.use_colour(sys.stdout)
-        width = terminal.terminal_width(sys.stdout) if out_dir is None else terminal.DEFAULT_WIDTH
+        colour, width = _terminal_options(fmt, out_dir)
         return terminal.render(report, top=top, colour=colour, width=width)
     from profan.report import plots as plot_module
 
