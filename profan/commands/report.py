@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         def render_text(report: Report) -> str:
             return render(report, args.format, top=args.top, out_dir=out_dir)
 
-        text = text_for(args.trace, render_text, rendering, **options)
+        text = text_for([args.trace], render_text, rendering, **options)
     if out_dir is None:
         sys.stdout.write(text)
     else:

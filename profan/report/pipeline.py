@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,8 +196,8 @@ def report_for(
 
 
 def text_for(
-    path: str | Path,
-    render: Callable[[Report], str],
+    paths: Sequence[str | Path],
+    render: Callable[..., str],
     rendering: tuple[Any, ...],
     *,
     chip: str | None = None,
@@ -207,21 +207,31 @@ def text_for(
     progress: Progress | None = None,
     use_cache: bool = True,
 ) -> str:
-    """``render(report_for(path, ...))``, the text itself reused from the cache when the same
-    rendering (``rendering``: what it depends on beside the report, e.g. the format and its
-    options) was made from the same report before.  For renderings that cost more than
-    reading the report back (JSON, HTML) and have no side effects."""
+    """``render(*reports)`` of the reports of ``paths`` (``report_for`` each), the text itself
+    reused from the cache when the same rendering (``rendering``: what it depends on beside
+    the reports, e.g. the format and its options) was made from the same reports before.  For
+    renderings without side effects; a JSON report among ``paths`` is read, never cached."""
     progress = progress or Progress(False)
-    if str(path).endswith(".json") and Path(path).is_file():
-        return render(read_json_report(path))
-    inputs = locate(path, hlo, run)
-    key = cache_key(inputs, chip, config) if use_cache else None
-    rendered_key = None if key is None else text_key(key, *rendering)
+    located: list[tuple[Inputs | None, str | None]] = []
+    for path in paths:
+        if str(path).endswith(".json") and Path(path).is_file():
+            located.append((None, None))
+            continue
+        inputs = locate(path, hlo, run)
+        located.append((inputs, cache_key(inputs, chip, config) if use_cache else None))
+    keys = [key for _, key in located]
+    rendered_key = None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
     text = None if rendered_key is None else read_text(rendered_key)
     if text is not None:
-        progress(f"{inputs.trace}: this rendering of its report, from the cache")
+        progress(f"{', '.join(map(str, paths))}: this rendering, from the cache")
         return text
-    text = render(_report(inputs, key, chip, config, progress, None, use_cache))
+    reports = [
+        read_json_report(path)
+        if inputs is None
+        else _report(inputs, key, chip, config, progress, None, use_cache)
+        for path, (inputs, key) in zip(paths, located, strict=True)
+    ]
+    text = render(*reports)
     if rendered_key is not None:
         write_text(rendered_key, text)
     return text
