@@ -17,7 +17,13 @@ from profan.cache import store
 from profan.cli import main
 from profan.commands.report import render
 from profan.report import annotate, diff
-from profan.report.budget import evaluate, load_budget, summary_text
+from profan.report.budget import (
+    evaluate,
+    github_annotations,
+    junit_xml,
+    load_budget,
+    summary_text,
+)
 from profan.report.build import build_report
 from profan.report.model import Report
 from profan.report.pipeline import analyse
@@ -68,6 +74,8 @@ def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     code = main(argv)
     captured = capsys.readouterr()
     assert code in (0, 1), captured.err
+    if argv[0] == "check":  # 1 exactly when a result failed, re-opened or not
+        assert code == int("FAIL  " in captured.out), captured.out
     return captured.out
 
 
@@ -98,9 +106,15 @@ def test_cached_outputs_are_byte_identical_to_a_cold_read(
 
     budget = tmp_path / "profan.toml"
     budget.write_text(BUDGET)
-    checked = summary_text(evaluate(report, load_budget(budget)))
-    for _ in range(2):
+    results = evaluate(report, load_budget(budget))
+    checked = summary_text(results)
+    junit = tmp_path / "junit.xml"
+    for _ in range(2):  # fills, then re-opens the check's output
         assert _out(["check", trace, "--budget", str(budget)], capsys) == checked
+        argv = ["check", trace, "--budget", str(budget), "--github", "--junit", str(junit)]
+        assert _out(argv, capsys) == checked + github_annotations(results)
+        assert junit.read_text(encoding="utf-8") == junit_xml(results)
+        junit.unlink()
 
     for _ in range(2):  # fills, then re-opens the annotated text
         assert _out(["annotate", trace], capsys) == cold.annotated[name]

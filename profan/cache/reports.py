@@ -16,7 +16,7 @@ so one entry serves all of them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -27,7 +27,7 @@ from profan.cache.store import read_entry, write_entry
 if TYPE_CHECKING:
     from profan.report.model import Report
 
-_TEXT_DECODER = msgspec.msgpack.Decoder(str)
+Output = TypeVar("Output")
 
 
 def report_key(
@@ -74,14 +74,24 @@ def text_key(report: str, *options: Any) -> str:
 
 
 def read_text(key: str) -> str | None:
+    return read_output(key, str)
+
+
+def write_text(key: str, text: str) -> bool:
+    return write_output(key, text)
+
+
+def read_output(key: str, kind: type[Output]) -> Output | None:
+    """What a command printed from reports (a ``kind``: ``str``, or a ``msgspec.Struct`` of
+    its text, files and exit code), stored under ``key``; None on a miss."""
     found = read_entry("reports", key)
     if found is None:
         return None
     try:
-        return _TEXT_DECODER.decode(found[0])
-    except msgspec.DecodeError:
+        return msgspec.msgpack.decode(found[0], type=kind)
+    except (msgspec.DecodeError, ValueError, TypeError):
         return None
 
 
-def write_text(key: str, text: str) -> bool:
-    return write_entry("reports", key, text)
+def write_output(key: str, output: Any) -> bool:
+    return write_entry("reports", key, output)
