@@ -42,7 +42,7 @@ from profan.cache.keys import versioned
 from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
 from profan.trace.discover import Run
-from profan.trace.executors import Progress, map_hosts, release_freed_memory
+from profan.trace.executors import Progress, map_hosts, release_freed_memory, trim_heap
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
@@ -107,6 +107,7 @@ def load_events_cached(
     profile = load_events(path, opts, found, progress)
     if key is not None:
         write_profile(key, profile)
+        trim_heap()  # the encoder's copies of the nullable columns, before scoring
     return profile
 
 
