@@ -40,7 +40,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT = REPO / "benchmarks" / "_data" / "big"
+sys.path.insert(0, str(REPO))
+from benchmarks.load_trace import DEFAULT, _xplane  # noqa: E402  (the same trace, found alike)
+
 XPROF_CALL = (
     "import sys; from xprof.convert import raw_to_tool_data; "
     "data, _ = raw_to_tool_data.xspace_to_tool_data([sys.argv[1]], 'overview_page', {}); "
@@ -59,13 +61,6 @@ def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode()[-500:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
-
-
-def _xplane(path: Path) -> Path:
-    found = [path] if path.is_file() else sorted(path.rglob("*.xplane.pb"))
-    if not found:
-        sys.exit(f"no *.xplane.pb under {path}; run benchmarks/make_big_trace.py first")
-    return found[-1]
 
 
 def main() -> int:
