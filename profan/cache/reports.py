@@ -39,15 +39,16 @@ def report_key(
     hlo: str | None,
     chip: str | None,
     rules: Any,
+    *options: Any,
 ) -> str | None:
     """The key of the report of these inputs and options (None: an input cannot be
     fingerprinted, so the report is not cached).  ``rules``: the ``RuleConfig`` in force, or
-    None for the defaults."""
+    None for the defaults; ``options``: any other choice that changes what the report holds."""
     parts = [run_inputs(files, formats), hlo_inputs(hlo), user_tables()]
     if any(part is None for part in parts):
         return None
     thresholds = None if rules is None else msgspec.msgpack.encode(rules)
-    return versioned("report", [trace, run, list(skipped), *parts, chip, thresholds])
+    return versioned("report", [trace, run, list(skipped), *parts, chip, thresholds, *options])
 
 
 def read_report(key: str) -> Report | None:
