@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "chips": "chips",
     "memory": "memory",
     "export": "export",
+    "cache": "cache",
 }
 
 

@@ -1,43 +1,379 @@
-"""The module caches are reused for unchanged input and never outlive a change to profan's code."""
+"""profan's caches hold data only, are keyed by everything that makes an entry, stay bounded, and
+treat anything they did not write (garbage, a truncated or flipped entry, another key's entry,
+a pickle) as a miss: never code, never a traceback."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
+import stat
+import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import profan
-import profan.cache
-from profan.hlo.model import Module
+from profan.cache import keys, store
+from profan.cache.grammars import open_grammar_cached
+from profan.cache.inputs import USER_CHIPS_ENV, USER_KERNELS_ENV, file_input, hlo_inputs
+from profan.cache.modules import cache_key, decode_module, encode_module
+from profan.cli import main
+from profan.hlo import parse_file
+
+LALR = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
 
 
-def _trace(fixtures_dir: Path) -> Path:
-    return fixtures_dir / "matmul" / "trace"
+class _Planted:
+    """Unpickling this would create ``marker``: the proof that a cache entry ran code."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple:
+        return (Path.touch, (self.marker,))
 
 
-def test_converted_hloprotos_are_cached_and_keyed_by_code(
-    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(root))
+    return root
+
+
+def _entries(root: Path, kind: str | None = None) -> list[Path]:
+    return sorted(root.glob(f"{kind or '*'}/*{store.SUFFIX}"))
+
+
+def _damaged(entry: Path, other: Path, marker: Path) -> dict[str, bytes]:
+    """Every way an entry can be wrong: what each leaves in its place."""
+    data = entry.read_bytes()
+    middle = len(data) // 2
+    return {
+        "garbage": os.urandom(len(data)),
+        "empty": b"",
+        "truncated": data[:middle],
+        "flipped": data[:middle] + bytes([data[middle] ^ 0x40]) + data[middle + 1 :],
+        "foreign": other.read_bytes(),  # another key's intact entry under this name
+        "pickle": pickle.dumps(_Planted(marker)),
+        "pickle-behind-magic": data[:32] + pickle.dumps(_Planted(marker)),
+    }
+
+
+def test_no_code_loading_module_in_profan() -> None:
+    """Nothing in profan imports a module that can run code from data (pickle, marshal, shelve,
+    dill): every cache entry is read as msgpack and raw numbers."""
+    import ast
+
+    package = Path(profan.__file__).parent
+    loaders = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle"}
+    for source in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names = {(node.module or "").split(".")[0]}
+            else:
+                continue
+            assert not names & loaders, f"{source}: imports {names & loaders}"
+
+
+def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path) -> None:
+    blob = bytes(range(256)) * 100
+    assert store.write_entry("reports", "k1", {"figures": [1, 2.5, "x"]}, [blob, b"abc"])
+    assert store.write_entry("reports", "k2", {"figures": []}, [])
+    meta, blobs = store.read_entry("reports", "k1")
+    assert bytes(blobs[0]) == blob and bytes(blobs[1]) == b"abc"
+    assert msgspec.msgpack.decode(meta) == {"figures": [1, 2.5, "x"]}
+    assert store.read_entry("reports", "k3") is None
+    entry, other = _entries(cache, "reports")
+    marker = tmp_path / "executed"
+    for name, content in _damaged(entry, other, marker).items():
+        entry.write_bytes(content)
+        assert store.read_entry("reports", entry.stem) is None, name
+    assert not marker.exists()
+
+
+def test_module_codec_round_trips_a_large_module(corpus_dir: Path) -> None:
+    path = (
+        corpus_dir / "hlo" / "xla" / "xla__backends__cpu__benchmarks__hlo__gemma2_2b_keras_jax.hlo"
+    )
+    module = parse_file(path)
+    data = encode_module(module)
+    assert b"_by_name" not in data and b"_backend_config" not in data  # memos are not stored
+    back = decode_module(data)
+    assert back == module
+    assert [c.name for c in back.computations] == [c.name for c in module.computations]
+    with pytest.raises(msgspec.ValidationError):
+        decode_module(msgspec.msgpack.encode({"name": 3}))
+
+
+def test_hlo_caches_reuse_entries_and_miss_on_damage(
+    cache: Path, fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path))
-    fresh = profan.load(str(_trace(fixtures_dir)))
-    entries = sorted((tmp_path / "hloproto").glob("*.pickle"))
-    assert entries, "loading a trace with embedded HloProtos should fill the cache"
+    trace = str(fixtures_dir / "matmul" / "trace")
+    fresh = profan.load(trace, use_cache=False)
+    first = profan.load(trace)
+    converted = _entries(cache, "hloproto")
+    assert converted, "loading a trace with embedded HloProtos should fill the module cache"
+    # Each entry is the module as data: a planted module under the right key is served...
+    planted = store.read_entry("hloproto", converted[0].stem)
+    assert planted is not None and decode_module(planted[0]).name
+    store.write_entry("hloproto", converted[0].stem, {"name": "planted"})
+    shutil.rmtree(cache / "profiles")  # the loaded profile holds the modules too
+    assert "planted" in {m.name for m in profan.load(trace).modules.values()}
+    # ...and damage of any kind is a miss: the module is converted again.
+    marker = tmp_path / "executed"
+    for name, content in _damaged(converted[0], converted[-1], marker).items():
+        if name == "foreign" and len(converted) == 1:
+            continue
+        converted[0].write_bytes(content)
+        shutil.rmtree(cache / "profiles")
+        again = profan.load(trace)
+        assert {k: m.name for k, m in again.modules.items()} == {
+            k: m.name for k, m in fresh.modules.items()
+        }, name
+    assert not marker.exists()
+    assert first.modules == fresh.modules
 
-    # Plant a recognisable module in every entry: a second load must serve it from the cache...
-    for entry in entries:
-        entry.write_bytes(pickle.dumps(Module(name="planted")))
-    cached = profan.load(str(_trace(fixtures_dir)))
-    assert {m.name for m in cached.modules.values()} == {"planted"}
 
-    # ...but once profan's model/converter code differs, the entries must not be used.
-    monkeypatch.setattr(profan.cache, "_CODE_HASH", "another-build-of-profan")
-    rebuilt = profan.load(str(_trace(fixtures_dir)))
-    assert {m.name for m in rebuilt.modules.values()} == {m.name for m in fresh.modules.values()}
-    assert "planted" not in {m.name for m in rebuilt.modules.values()}
+def test_module_key_changes_with_content_version_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    import profan.cache.modules as modules
+
+    key = cache_key(b"HloModule m")
+    assert cache_key(b"HloModule n") != key
+    monkeypatch.setattr(modules, "_CODE_HASH", "another-build-of-profan")
+    changed_code = cache_key(b"HloModule m")
+    monkeypatch.setattr(modules, "__version__", "99.0")
+    assert len({key, changed_code, cache_key(b"HloModule m")}) == 3
 
 
-def test_parse_cache_key_changes_with_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = profan.cache.cache_key(b"HloModule m")
-    monkeypatch.setattr(profan.cache, "_CODE_HASH", "another-build-of-profan")
-    assert profan.cache.cache_key(b"HloModule m") != key
+def test_keys_change_with_version_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = keys.versioned("report", ["inputs"])
+    assert keys.versioned("report", ["other inputs"]) != key
+    assert keys.versioned("profile", ["inputs"]) != key
+    monkeypatch.setattr(keys, "_CODE_DIGEST", "another-build-of-profan")
+    changed_code = keys.versioned("report", ["inputs"])
+    monkeypatch.setattr(keys, "__version__", "99.0")
+    assert len({key, changed_code, keys.versioned("report", ["inputs"])}) == 3
+
+
+def test_code_digest_covers_the_package_and_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed source file, data table or grammar changes the digest (of a copy of the
+    package, changed file by file)."""
+    import profan.paths
+
+    package = Path(profan.__file__).parent
+    copy = tmp_path / "profan"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(profan.paths.grammar_path("hlo.lark").parent, tmp_path / "grammars")
+    monkeypatch.setattr(profan.paths, "PACKAGE_DIR", copy)
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    digests = {keys.code_digest()}
+    for changed in ("report/model.py", "data/chips.toml", "../grammars/hlo.lark"):
+        with (copy / changed).open("a") as handle:
+            handle.write("\n")
+        monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+        digests.add(keys.code_digest())
+    assert len(digests) == 4
+    (copy / "cache" / "__pycache__").mkdir()
+    (copy / "cache" / "__pycache__" / "keys.cpython-311.pyc").write_bytes(b"compiled")
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    assert keys.code_digest() in digests  # compiled files are not the code
+
+
+def test_file_digest_follows_content_not_the_stat_record(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stat shortcut: a recorded hash is reused while the file's signature is unchanged,
+    and a rewrite of the same size with the modification time put back is still seen (its
+    change time moved)."""
+    # A file changed in the last 2 s is never recorded (below); the test cannot age a file's
+    # change time, so it shortens that window.
+    monkeypatch.setattr(keys, "_RACY_NS", 0)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(b"a" * 1000)
+    first = keys.file_digest(path)
+    assert _entries(cache, "inputs"), "the hash of an old file is recorded"
+    assert keys.file_digest(path) == first
+    before = path.stat()
+    time.sleep(0.01)
+    path.write_bytes(b"b" * 1000)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert keys.file_digest(path) != first
+    # A file written just now is hashed but not recorded: its next change may share the tick.
+    monkeypatch.undo()
+    fresh = tmp_path / "fresh.xplane.pb"
+    fresh.write_bytes(b"c")
+    recorded = len(_entries(cache, "inputs"))
+    keys.file_digest(fresh)
+    assert len(_entries(cache, "inputs")) == recorded
+
+
+def test_hlo_inputs_cover_every_hlo_file(tmp_path: Path, fixtures_dir: Path) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(fixtures_dir / "mlp" / "hlo", dump)
+    before = hlo_inputs(dump)
+    assert before is not None and len(before) > 1
+    text = next(dump.rglob("*after_optimizations.txt"))
+    text.write_text(text.read_text() + "\n")
+    assert hlo_inputs(dump) != before
+    assert hlo_inputs(tmp_path / "missing") is None
+    assert hlo_inputs(None) == ["none"]
+    assert file_input(tmp_path / "missing.xplane.pb") is None
+
+
+def test_user_table_variables_are_the_ones_profan_reads() -> None:
+    from profan.chips import USER_CHIPS_ENV as chips_env
+    from profan.cost.kernels import USER_KERNELS_ENV as kernels_env
+
+    assert (chips_env, kernels_env) == (USER_CHIPS_ENV, USER_KERNELS_ENV)
+
+
+def test_least_recently_used_entries_go_first(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = b"x" * 10_000
+    for name in ("a", "b", "c"):
+        assert store.write_entry("reports", name, {}, [blob])
+    entries = {e.stem: e for e in _entries(cache, "reports")}
+    for age, name in ((30, "a"), (20, "b"), (10, "c")):
+        old = time.time() - age
+        os.utime(entries[name], (old, old))
+    assert store.read_entry("reports", "a") is not None  # a hit makes "a" the most recent
+    monkeypatch.setenv(store.MAX_BYTES_ENV, "25k")
+    assert store.write_entry("reports", "d", {}, [blob])
+    assert sorted(e.stem for e in _entries(cache, "reports")) == ["a", "d"]
+    stale = cache / "hlo" / "0123-0.1.0-abcd.pickle"  # what older versions of profan wrote
+    stale.parent.mkdir()
+    stale.write_bytes(b"x")
+    monkeypatch.setenv(store.MAX_BYTES_ENV, "0")  # nothing is written
+    assert not store.write_entry("reports", "e", {}, [blob])
+    monkeypatch.setenv(store.MAX_BYTES_ENV, "1G")
+    store.evict(store.max_bytes())
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("2G", 2 * 2**30), ("500M", 500 * 2**20), ("1.5KiB", 1536), ("42", 42)]
+)
+def test_size_bound_parses(text: str, size: int) -> None:
+    assert store.parse_size(text) == size
+
+
+def test_cache_command_info_and_clear(
+    cache: Path, fixtures_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    assert main(["report", str(fixtures_dir / "matmul"), "--format", "json"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert str(cache) in out and "bound 2.0 GiB" in out
+    assert "reports" in out and "profiles" in out
+    files = [p for p in cache.rglob("*") if p.is_file()]
+    assert main(["cache", "clear"]) == 0
+    assert f"removed {len(files)} files" in capsys.readouterr().out
+    assert not [p for p in cache.rglob("*") if p.is_file()]
+    monkeypatch.setenv(store.MAX_BYTES_ENV, "lots")
+    assert main(["cache", "info"]) == 2
+    assert "PROFAN_CACHE_MAX_BYTES" in capsys.readouterr().err
+
+
+def test_read_only_trace_is_never_written_and_reopens_from_the_cache(
+    cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "ro"
+    shutil.copytree(fixtures_dir / "mlp", copy)
+    paths = [copy, *copy.rglob("*")]
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in paths)
+    for path in paths:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    try:
+        outputs = []
+        for argv in (["report", str(copy)], ["report", str(copy)], ["annotate", str(copy)]) * 2:
+            assert main(argv) == 0
+            outputs.append(capsys.readouterr().out)
+        assert outputs[0] == outputs[1]
+        assert outputs[2] == outputs[5]
+        assert sorted((str(p), p.stat().st_mtime_ns) for p in [copy, *copy.rglob("*")]) == before
+        assert _entries(cache, "reports") and _entries(cache, "profiles")
+    finally:
+        for path in paths:
+            path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o200)
+
+
+def test_cache_directory_that_cannot_be_written_only_costs_speed(
+    tmp_path: Path, fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(blocked))
+    assert main(["report", str(fixtures_dir / "matmul"), "--format", "json"]) == 0
+    assert capsys.readouterr().out.startswith("{")
+
+
+def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) -> None:
+    """The HLO parser's LALR tables come back from the cache as msgpack (never Lark's pickle)
+    and parse exactly as freshly built ones; damaged tables are built again."""
+    options = LALR
+    lines = [
+        "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(bf16[32,32,8192]{2,1,0} "
+        "%p), kind=kCustom, calls=%all-reduce-scatter.3",
+        "ROOT %t = (f32[2]{0}, s32[]) tuple(f32[2]{0} %a, s32[] %b)",
+    ]
+    built = open_grammar_cached("hlo.lark", start="instruction_line", **options)
+    (entry,) = _entries(cache, "lark")
+    assert not entry.read_bytes().count(b"\x80\x04\x95")  # no pickle protocol-4 frame inside
+    loaded = open_grammar_cached("hlo.lark", start="instruction_line", **options)
+    assert loaded is not built
+    assert [loaded.parse(line) for line in lines] == [built.parse(line) for line in lines]
+    marker = tmp_path / "executed"
+    for content in _damaged(entry, entry, marker).values():
+        entry.write_bytes(content)
+        again = open_grammar_cached("hlo.lark", start="instruction_line", **options)
+        assert [again.parse(line) for line in lines] == [built.parse(line) for line in lines]
+    assert not marker.exists()
+
+
+def test_every_kind_of_entry_damaged_is_a_miss_end_to_end(
+    cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fill every kind (inputs, modules, profiles, pod hosts, reports, annotated text, parser
+    tables), damage every entry the same way, and run again: the same output, nothing run."""
+    trace = str(fixtures_dir / "multihost")
+    runs = (["report", trace, "--format", "json"], ["annotate", trace])
+
+    def outputs() -> list[str]:
+        texts = []
+        for argv in runs:
+            assert main(argv) == 0
+            texts.append(capsys.readouterr().out)
+        reduced = profan.load(fixtures_dir / "multihost" / "trace", form="reduced")
+        texts.append(repr(reduced.hosts.to_dict()))
+        # the parser tables (a process builds its parsers once: read them here each time)
+        line = open_grammar_cached("hlo.lark", start="instruction_line", **LALR)
+        texts.append(str(line.parse("%a = f32[2]{0} parameter(0)")))
+        return texts
+
+    expected = outputs()
+    dump = fixtures_dir / "mlp" / "hlo"
+    parse_file(sorted(dump.glob("*after_optimizations.txt"))[0])  # the parse caches too
+    kinds = {entry.parent.name for entry in _entries(cache)}
+    assert {"inputs", "hloproto", "profiles", "hosts", "reports", "hlo", "lark"} <= kinds
+    pristine = tmp_path / "pristine"
+    shutil.copytree(cache, pristine)
+    marker = tmp_path / "executed"
+    for damage in ("garbage", "empty", "truncated", "flipped", "foreign", "pickle"):
+        shutil.rmtree(cache)
+        shutil.copytree(pristine, cache)
+        entries = _entries(cache)
+        for entry, other in zip(entries, entries[1:] + entries[:1], strict=True):
+            content = _damaged(entry, other, marker)[damage]
+            entry.write_bytes(content)
+        assert outputs() == expected, damage
+    for entry in _entries(cache):  # intact frames with the right key and the wrong contents
+        store.write_entry(entry.parent.name, entry.stem, {"not": ["what", "it", "holds"]})
+    assert outputs() == expected
+    assert not marker.exists()

@@ -42,16 +42,18 @@ def test_report_json_is_byte_identical_on_the_cluster(
 ) -> None:
     monkeypatch.setenv("PROFAN_SCHEDULER", "")  # main() sets it; restored after the test
     trace = str(fixtures_dir / "multihost" / "trace")
-    local = _report(["report", trace, "--format", "json"], capsys)
-    on_dask = _report(["report", trace, "--format", "json", "--scheduler", scheduler], capsys)
+    # --no-cache: both runs read the hosts (the second would otherwise reuse the first's report)
+    local = _report(["report", trace, "--format", "json", "--no-cache"], capsys)
+    argv = ["report", trace, "--format", "json", "--scheduler", scheduler, "--no-cache"]
+    on_dask = _report(argv, capsys)
     assert on_dask == local
     assert json.loads(local)["summary"]
 
 
 def test_reduced_form_is_identical_on_the_cluster(fixtures_dir: Path, scheduler: str) -> None:
     trace = fixtures_dir / "multihost" / "trace"
-    local = profan.load(trace, form="reduced", workers=2)
-    remote = profan.load(trace, form="reduced", scheduler=scheduler)
+    local = profan.load(trace, form="reduced", workers=2, use_cache=False)
+    remote = profan.load(trace, form="reduced", scheduler=scheduler, use_cache=False)
     assert json.dumps(remote.hosts.to_dict()) == json.dumps(local.hosts.to_dict())
     assert remote.ops.equals(local.ops)
     assert remote.device.count == local.device.count == 2  # the median host's devices
@@ -62,7 +64,7 @@ def test_scheduler_from_the_environment(
     fixtures_dir: Path, scheduler: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PROFAN_SCHEDULER", scheduler)
-    profile = profan.load(fixtures_dir / "multihost" / "trace", form="reduced")
+    profile = profan.load(fixtures_dir / "multihost" / "trace", form="reduced", use_cache=False)
     assert profile.hosts is not None and len(profile.hosts.hosts) == 3
 
 
@@ -76,7 +78,8 @@ def test_unreachable_scheduler_is_one_line_exit_2(
         address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.setenv("PROFAN_SCHEDULER", "")
     monkeypatch.setattr("profan.trace.executors.CONNECT_TIMEOUT_S", 2)
-    code = main(["report", str(fixtures_dir / "multihost" / "trace"), "--scheduler", address])
+    trace = str(fixtures_dir / "multihost" / "trace")
+    code = main(["report", trace, "--scheduler", address, "--no-cache"])
     assert code == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "Dask scheduler" in error

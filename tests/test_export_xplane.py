@@ -272,9 +272,16 @@ def test_form_and_target_errors_are_one_line_with_exit_2(tmp_path, capsys) -> No
 def test_a_pod_read_reduced_is_a_clear_error(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Above 256 MiB of host files profan reads a pod reduced (no per-event table for most
     hosts): export says so and how to export host by host, exit 2, nothing written."""
-    import profan.report.pipeline as pipeline
+    import dataclasses
 
-    monkeypatch.setattr(pipeline, "load", functools.partial(load, form="reduced"))
+    from profan.trace import api
+
+    real = api.load_run
+    monkeypatch.setattr(
+        api,
+        "load_run",
+        lambda path, found, opts: real(path, found, dataclasses.replace(opts, form="reduced")),
+    )
     target = tmp_path / "pod.json"
     assert main(["export", str(FIXTURES / "multihost"), "--output", str(target)]) == 2
     error = capsys.readouterr().err

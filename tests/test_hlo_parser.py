@@ -285,12 +285,12 @@ def test_parse_file_uses_the_cache(tmp_path: Path, fixtures_dir: Path) -> None:
     copy = tmp_path / "m.hlo"
     copy.write_text(source.read_text())
     first = parse_file(copy)
-    entries = list((tmp_path / "cache" / "hlo").glob("*.pickle"))
+    entries = list((tmp_path / "cache" / "hlo").glob("*.entry"))
     assert len(entries) == 1
     assert parse_file(copy) == first
     copy.write_text(source.read_text().replace("HloModule ", "HloModule changed_", 1))
     assert parse_file(copy).name.startswith("changed_")
-    assert len(list((tmp_path / "cache" / "hlo").glob("*.pickle"))) == 2
+    assert len(list((tmp_path / "cache" / "hlo").glob("*.entry"))) == 2
     entries[0].write_bytes(b"damaged")
     copy.write_text(source.read_text())
     assert parse_file(copy) == first  # a damaged entry is a miss, not an error

@@ -94,8 +94,9 @@ def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
     monkeypatch.setenv(WORKERS_ENV, "")  # main() sets it; restored after the test
     trace = str(fixtures_dir / "multihost")
     reports = {}
-    for workers in ("1", "3"):
-        code, out = _run(["report", trace, "--format", "json", "--workers", workers], capsys)
+    for workers in ("1", "3"):  # --no-cache: each run reads the hosts
+        argv = ["report", trace, "--format", "json", "--workers", workers, "--no-cache"]
+        code, out = _run(argv, capsys)
         assert code == 0
         reports[workers] = json.loads(out)
         assert worker_count(None) == int(workers)  # what profan.load will use
@@ -104,7 +105,7 @@ def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
     monkeypatch.setenv(WORKERS_ENV, "0")
     with pytest.raises(ConfigError, match="PROFAN_WORKERS"):
         worker_count(None)
-    code = main(["report", trace, "--format", "json"])
+    code = main(["report", trace, "--format", "json", "--no-cache"])
     error = capsys.readouterr().err
     assert code == 2 and "PROFAN_WORKERS='0'" in error and len(error.splitlines()) == 1
     with pytest.raises(SystemExit) as exit_info:

@@ -158,3 +158,55 @@ def test_network_down_is_one_line_exit_2(
     assert code == 2, err
     assert err.strip().count("\n") == 0, err
     assert "secret" not in err.lower() and "testing" not in err
+
+
+def test_remote_profile_reopens_from_the_cache_without_a_download(
+    bucket: tuple[str, dict],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-opened remote profile is keyed by what the listing says of each object (GCS
+    generation, S3 ETag): no object is downloaded again, for the report nor for the profile
+    it was built from; an object written again with other bytes is read again."""
+    import fsspec
+
+    import profan
+    from profan.cache import store
+    from profan.trace.storage import RemotePath
+
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROFAN_WORKERS", "1")  # every host read here, where downloads are seen
+    url, _ = bucket
+    downloads: list[str] = []
+    download = RemotePath.read_bytes
+
+    def counted(self: RemotePath) -> bytes:
+        downloads.append(self.name)
+        return download(self)
+
+    monkeypatch.setattr(RemotePath, "read_bytes", counted)
+    code, first, err = _report(["report", url, "--format", "json"], capsys)
+    assert code == 0, err
+    assert sorted(downloads) == ["host0.xplane.pb", "host1.xplane.pb", "host2.xplane.pb"]
+    reduced = profan.load(url, form="reduced")
+    downloads.clear()
+    code, again, _ = _report(["report", url, "--format", "json"], capsys)
+    assert again == first and not downloads  # the stored report
+    store.clear(["reports"])
+    code, again, _ = _report(["report", url, "--format", "json"], capsys)
+    assert again == first and not downloads  # the stored profile
+    assert profan.load(url, form="reduced").hosts == reduced.hosts and not downloads
+
+    fs, root = fsspec.core.url_to_fs(url)
+    host0 = next(p for p in fs.find(root) if p.endswith("host0.xplane.pb"))
+    original = fs.cat_file(host0)
+    host1 = next(p for p in fs.find(root) if p.endswith("host1.xplane.pb"))
+    try:
+        fs.pipe(host0, fs.cat_file(host1))  # other bytes: a new generation and ETag
+        fs.invalidate_cache()
+        code, changed, _ = _report(["report", url, "--format", "json"], capsys)
+        assert code == 0 and "host0.xplane.pb" in downloads and changed != first
+    finally:
+        fs.pipe(host0, original)
+        fs.invalidate_cache()

@@ -281,8 +281,8 @@ def test_nothing_written_near_a_read_only_trace(fixtures_dir: Path, tmp_path: Pa
         assert profile.ops["matched"].all()
         after = sorted(str(p) for p in logdir.rglob("*"))
         assert after == before
-        cache = Path(os.environ["PROFAN_CACHE_DIR"]) / "hloproto"
-        assert list(cache.glob("*.pickle"))  # converted modules were cached there instead
+        cache = Path(os.environ["PROFAN_CACHE_DIR"])
+        assert list(cache.glob("profiles/*.entry"))  # the profile was cached there instead
     finally:
         for path in paths:
             path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_IWUSR)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from profan.report import annotate
-from profan.report.build import build_report
+from profan.cache.reports import read_text, text_key, write_report, write_text
+from profan.commands.cache import add_no_cache_argument
 from profan.report.config import load_rule_config
-from profan.report.pipeline import Progress, analyse
+from profan.report.pipeline import Progress, analyse_inputs, cache_key, locate
 
 HELP = "print a module's HLO with each op's measured and ideal time, bound and flags"
 
@@ -20,11 +20,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress()
-    analysis = analyse(args.trace, chip=args.chip, hlo=args.hlo, run=args.run, progress=progress)
-    report = build_report(analysis, load_rule_config(args.config))
-    sys.stdout.write(annotate.render(report, analysis.profile, args.module))
+    config = load_rule_config(args.config)
+    inputs = locate(args.trace, args.hlo, args.run)
+    key = None if args.no_cache else cache_key(inputs, args.chip, config)
+    # The annotated text is cached whole: it prints the module's HLO beside the report.
+    annotated_key = None if key is None else text_key(key, "annotate", args.module)
+    text = None if annotated_key is None else read_text(annotated_key)
+    if text is None:
+        from profan.report import annotate
+        from profan.report.build import build_report
+
+        analysis = analyse_inputs(inputs, args.chip, progress, use_cache=not args.no_cache)
+        report = build_report(analysis, config)
+        text = annotate.render(report, analysis.profile, args.module)
+        if key is not None and annotated_key is not None:
+            write_report(key, report)
+            write_text(annotated_key, text)
+    sys.stdout.write(text)
     return 0

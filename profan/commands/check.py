@@ -6,10 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import msgspec
+
+from profan.cache.inputs import file_input
+from profan.cache.reports import read_output, text_key, write_output
+from profan.commands.cache import add_no_cache_argument
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
-from profan.report import baseline as baselines
-from profan.report.budget import evaluate, github_annotations, junit_xml, load_budget, summary_text
-from profan.report.pipeline import Progress, read_json_report, report_for
+from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
 
 HELP = "check a profile against budgets and a baseline report (exit 1 when one fails)"
 
@@ -34,12 +37,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chip", help="chip to score against (default: from the trace)")
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
+    add_no_cache_argument(parser)
+
+
+class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """What a check printed, the JUnit XML it wrote (when asked) and its exit code."""
+
+    code: int
+    text: str
+    junit: str | None
 
 
 def run(args: argparse.Namespace) -> int:
-    budget = load_budget(args.budget)
     if args.update_baseline and not args.baseline:
         raise ConfigError("--update-baseline needs --baseline FILE (the file to record into)")
+    key = None if args.no_cache or args.update_baseline else _output_key(args)
+    output = None if key is None else read_output(key, CheckOutput)
+    if output is None:
+        output = _check(args)
+        if output is None:  # --update-baseline: recorded, nothing to print
+            return EXIT_OK
+        if key is not None:
+            write_output(key, output)
+    sys.stdout.write(output.text)
+    if args.junit and output.junit is not None:
+        Path(args.junit).write_text(output.junit, encoding="utf-8")
+    return output.code
+
+
+def _output_key(args: argparse.Namespace) -> str | None:
+    """The key of this check's output: the trace's inputs, the budget's and the baseline's
+    content (the budget's rules included) and the flags that change what is printed."""
+    if str(args.trace).endswith(".json") and Path(args.trace).is_file():
+        return None
+    trace = cache_key(locate(args.trace, args.hlo, args.run), args.chip, None)
+    budget = file_input(Path(args.budget))
+    baseline = file_input(Path(args.baseline)) if args.baseline else ["none"]
+    if trace is None or budget is None or baseline is None:
+        return None
+    return text_key(trace, "check", budget, baseline, args.github, bool(args.junit))
+
+
+def _check(args: argparse.Namespace) -> CheckOutput | None:
+    from profan.report import baseline as baselines
+    from profan.report.budget import (
+        evaluate,
+        github_annotations,
+        junit_xml,
+        load_budget,
+        summary_text,
+    )
+
+    budget = load_budget(args.budget)
     machine_file = bool(args.baseline) and (
         args.update_baseline or baselines.is_baseline_file(args.baseline)
     )
@@ -51,17 +100,18 @@ def run(args: argparse.Namespace) -> int:
         run=args.run,
         config=budget.rules,
         progress=Progress(),
+        use_cache=not args.no_cache,
     )
     if args.update_baseline:
         entry = baselines.write_baseline(args.baseline, report)
         print(f"profan: recorded {entry.machine} in {args.baseline}", file=sys.stderr)
-        return EXIT_OK
+        return None
     results = evaluate(report, budget, baseline)
     if machine_file:
         results += baselines.check(report, args.baseline, baselines.TimePolicy.from_budget(budget))
-    sys.stdout.write(summary_text(results))
-    if args.github:
-        sys.stdout.write(github_annotations(results))
-    if args.junit:
-        Path(args.junit).write_text(junit_xml(results), encoding="utf-8")
-    return EXIT_OK if all(r.passed for r in results) else EXIT_CHECK_FAILED
+    text = summary_text(results) + (github_annotations(results) if args.github else "")
+    return CheckOutput(
+        code=EXIT_OK if all(r.passed for r in results) else EXIT_CHECK_FAILED,
+        text=text,
+        junit=junit_xml(results) if args.junit else None,
+    )

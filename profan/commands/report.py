@@ -6,10 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from profan.commands.cache import add_no_cache_argument
 from profan.errors import ConfigError
 from profan.report.config import load_rule_config
-from profan.report.pipeline import Progress, report_for
+from profan.report.pipeline import Progress, report_for, text_for
+
+if TYPE_CHECKING:
+    from profan.report.model import Report
 
 HELP = "report where a profile's time went and how far each op was from its roofline"
 
@@ -26,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
     parser.add_argument("--plots", action="store_true", help="also write plot PNGs under --out")
+    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,20 +39,35 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--top must be at least 1")
     config = load_rule_config(args.config)
     progress = Progress(False) if args.format == "json" else Progress()
-    report = report_for(
-        args.trace,
-        chip=args.chip,
-        hlo=args.hlo,
-        run=args.run,
-        config=config,
-        progress=progress,
-        page=args.format == "html",
-    )
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:
         _check_out_dir(out_dir, Path(args.trace))
         out_dir.mkdir(parents=True, exist_ok=True)
-    text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
+    options = {
+        "chip": args.chip,
+        "hlo": args.hlo,
+        "run": args.run,
+        "config": config,
+        "progress": progress,
+        "use_cache": not args.no_cache,
+        "page": args.format == "html",
+    }
+    # What the text depends on beside the report.  A rendering that writes nothing else (PNGs
+    # under --out for Markdown, or for HTML with --plots) is cached as text: re-opening then
+    # needs neither the report's renderers nor the libraries they load.
+    rendering = ("report", args.format, args.top, *_terminal_options(args.format, out_dir))
+    writes_images = out_dir is not None and (
+        args.format == "md" or (args.format == "html" and args.plots)
+    )
+    if writes_images:
+        report = report_for(args.trace, **options)
+        text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
+    else:
+
+        def render_text(report: Report) -> str:
+            return render(report, args.format, top=args.top, out_dir=out_dir)
+
+        text = text_for([args.trace], render_text, rendering, **options)
     if out_dir is None:
         sys.stdout.write(text)
     else:
@@ -70,14 +91,25 @@ def _check_out_dir(out_dir: Path, trace: Path) -> None:
         raise ConfigError(f"--out {out_dir} is inside the trace directory; choose another place")
 
 
+def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
+    """(colour, width) of terminal text: the terminal's when printed, plain and the default
+    width in a file; other formats have neither."""
+    if fmt != "term":
+        return False, 0
+    from profan.report.layout import DEFAULT_WIDTH, terminal_width, use_colour
+
+    if out_dir is not None:
+        return False, DEFAULT_WIDTH
+    return use_colour(sys.stdout), terminal_width(sys.stdout)
+
+
 def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = False) -> str:  # type: ignore[no-untyped-def]
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=1) + "\n"
     if fmt == "term":
         from profan.report import terminal
 
-        colour = out_dir is None and terminal.use_colour(sys.stdout)
-        width = terminal.terminal_width(sys.stdout) if out_dir is None else terminal.DEFAULT_WIDTH
+        colour, width = _terminal_options(fmt, out_dir)
         return terminal.render(report, top=top, colour=colour, width=width)
     if fmt == "html":
         from profan.report import html

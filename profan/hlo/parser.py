@@ -15,7 +15,6 @@ import hashlib
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from lark import Lark
@@ -25,7 +24,7 @@ from profan.errors import HloSyntaxError
 from profan.hlo.builder import ModelBuilder
 from profan.hlo.model import Instruction, Module
 from profan.hlo.tokens import LEAD, bare, position
-from profan.paths import grammar_path, open_grammar
+from profan.paths import grammar_path
 
 _GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
 
@@ -92,32 +91,23 @@ def parser_backend() -> str:
     return "lark-cython" if _speedups() else "lark"
 
 
-def _variant(cache_file: Path | None, suffix: str) -> str | bool:
-    return str(cache_file.with_suffix(suffix)) if cache_file else False
-
-
 @lru_cache(maxsize=1)
 def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
-    from profan.paths import cache_dir
+    # The LALR tables are kept between runs as data (profan.cache.grammars), never pickled.
+    from profan.cache.grammars import open_grammar_cached
 
     builder = ModelBuilder()
     plugins = _speedups()
-    flavour = "cython" if plugins else "python"
-    try:
-        cache_file: Path | None = cache_dir("lark") / f"hlo-{grammar_hash()}-{flavour}.lark"
-    except OSError:  # no writable cache directory: build the tables every time
-        cache_file = None
     options: dict[str, Any] = dict(
         parser="lalr",
         lexer="contextual",
         transformer=builder,
         maybe_placeholders=False,
         propagate_positions=False,
-        cache=str(cache_file) if cache_file else False,
     )
     if plugins:
         options["_plugins"] = plugins
-    module_parser = open_grammar("hlo.lark", start="module", **options)
+    module_parser = open_grammar_cached("hlo.lark", start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
     shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
@@ -128,16 +118,8 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
     lead = LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
-    builder.inline_parser = open_grammar(
-        "hlo.lark",
-        start="inline_body",
-        **{**options, "cache": _variant(cache_file, ".inline.lark")},
-    )
-    line_parser = open_grammar(
-        "hlo.lark",
-        start="instruction_line",
-        **{**options, "cache": _variant(cache_file, ".line.lark")},
-    )
+    builder.inline_parser = open_grammar_cached("hlo.lark", start="inline_body", **options)
+    line_parser = open_grammar_cached("hlo.lark", start="instruction_line", **options)
     return module_parser, line_parser, builder
 
 

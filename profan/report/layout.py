@@ -11,8 +11,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import IO
 
-from profan.report.format import wrap_name
-
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
@@ -57,11 +55,20 @@ class Column:
     min_width: int = 0  # narrowest a wrapping column shrinks to
 
 
+def _wrap_name(name: str, width: int, **options: str) -> list[str]:
+    """``profan.report.format.wrap_name``, imported when a table is laid out: choosing a width
+    and colours (``terminal_width``, ``use_colour``) must not load the report's formatting, which
+    loads the cost models."""
+    from profan.report.format import wrap_name as wrap
+
+    return wrap(name, width, **options)
+
+
 def wrap_pieces(pieces: list[str], width: int, mode: str) -> list[str]:
     """Lines of at most ``width`` columns: names split at their separators; word pieces (a
     shape, ``× shape``) joined greedily with spaces and split themselves only when too long."""
     if mode == "name":
-        return [line for piece in pieces for line in wrap_name(piece, width)]
+        return [line for piece in pieces for line in _wrap_name(piece, width)]
     if mode == "path":
         return [line for piece in pieces for line in shorten_path(piece, width)]
     lines: list[str] = []
@@ -89,14 +96,14 @@ def shorten_path(path: str, width: int) -> list[str]:
         candidate = "…/" + "/".join(parts[k:])
         if len(candidate) <= width:
             return [candidate]
-    return wrap_name("…/" + parts[-1], width)
+    return _wrap_name("…/" + parts[-1], width)
 
 
 def _words_fitting(piece: str, width: int) -> list[str]:
     """A piece too long for a line, split at its separators (spaces, commas in a shape)."""
     if len(piece) <= width:
         return [piece]
-    return [line.strip() for line in wrap_name(piece, width, separators=" ,._-/")]
+    return [line.strip() for line in _wrap_name(piece, width, separators=" ,._-/")]
 
 
 def _natural_width(column: Column, cell: list[str]) -> int:

@@ -13,9 +13,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from profan.errors import ConfigError
 from profan.report.slices import Timeline
 from profan.version import __version__
@@ -312,6 +309,20 @@ def _clean(value: Any) -> Any:
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if value is None or kind is str or kind is int or kind is bool:
+        return value
+    return _clean_scalar(value)
+
+
+def _clean_scalar(value: Any) -> Any:
+    """A numpy or pandas scalar (numpy and pandas are loaded when one exists: imported here, so
+    that reading a report back never imports them)."""
+    import numpy as np
+    import pandas as pd
+
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

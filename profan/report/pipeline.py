@@ -9,20 +9,30 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from profan import chips, roofline, sharding
+from profan.cache.reports import (
+    read_report,
+    read_text,
+    report_key,
+    text_key,
+    write_report,
+    write_text,
+)
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
-from profan.report.keys import base_name
-from profan.report.model import Report
-from profan.sharding import ProgramMesh, ShardingReport
-from profan.trace import load
-from profan.trace.hlofiles import modules_before_optimizations
-from profan.trace.profile import Profile
+from profan.trace.discover import Run, find_run
 from profan.trace.storage import is_remote
+
+if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
+    from profan import chips
+    from profan.report.build import Analysis
+    from profan.report.model import Report
+    from profan.sharding import ProgramMesh, ShardingReport
+    from profan.trace.profile import Profile
 
 
 class Progress:
@@ -39,6 +49,8 @@ class Progress:
 
 
 def _get_chip(name: str | None) -> chips.Chip | None:
+    from profan import chips
+
     if name is None:
         return None
     try:
@@ -53,6 +65,9 @@ def describe_shardings(
     """``profan.sharding.describe`` of every module of the profile, by module key.
     ``program_meshes`` (by module base name, ``jit_layer``): the mesh each program was written
     for, when the caller knows it (``profan.capture`` does), so axes carry the program's names."""
+    from profan import sharding
+    from profan.report.keys import base_name
+
     meshes = program_meshes or {}
     out: dict[str, ShardingReport] = {}
     for key, module in profile.modules.items():
@@ -67,6 +82,10 @@ def dumped_program_meshes(hlo: Path) -> dict[str, ProgramMesh]:
     """The mesh each program names in an XLA dump's modules before optimisations (JAX writes the
     mesh, axis names included, there; the optimised modules keep only XLA's names), by module
     base name.  A name two dumped programs share with different meshes is left out."""
+    from profan import sharding
+    from profan.report.keys import base_name
+    from profan.trace.hlofiles import modules_before_optimizations
+
     found: dict[str, ProgramMesh | None] = {}
     for module in modules_before_optimizations(hlo):
         mesh = sharding.program_mesh(module)
@@ -92,6 +111,24 @@ def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
     return str(path), hlo
 
 
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a report is made from: the trace path (``trace/`` of a fixture-style folder), the
+    HLO dumps joined to it, and the run found there."""
+
+    trace: str
+    hlo: str | None
+    run: Run
+
+
+def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> Inputs:
+    """The inputs of ``path`` (``TraceError`` when there is no such trace)."""
+    if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
+        raise TraceError(str(path), "no such file or directory")
+    trace, hlo = resolve_layout(path, hlo)
+    return Inputs(trace, hlo, find_run(trace, run))
+
+
 def analyse(
     path: str | Path,
     *,
@@ -100,17 +137,35 @@ def analyse(
     run: str | None = None,
     progress: Progress | None = None,
     program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
 ) -> Analysis:
+    """Load, describe the sharding of every module, score (``use_cache``: the loaded profile
+    may come from the cache, ``profan.cache``)."""
     progress = progress or Progress(False)
-    if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
-        raise TraceError(str(path), "no such file or directory")
-    progress(f"loading {path}")
-    trace_path, hlo = resolve_layout(path, hlo)
-    profile = load(trace_path, hlo=hlo, run=run, progress=progress.enabled or None)
+    inputs = locate(path, hlo, run)
+    return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+
+
+def analyse_inputs(
+    inputs: Inputs,
+    chip: str | None,
+    progress: Progress,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
+) -> Analysis:
+    """``analyse`` of inputs already located."""
+    from profan import roofline
+    from profan.report.build import Analysis
+    from profan.trace.api import load_run
+    from profan.trace.options import LoadOptions
+
+    progress(f"loading {inputs.trace}")
+    options = LoadOptions(hlo=inputs.hlo, progress=progress.enabled or None, use_cache=use_cache)
+    profile = load_run(inputs.trace, inputs.run, options)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    meshes = {**(dumped_program_meshes(Path(hlo)) if hlo else {}), **(program_meshes or {})}
-    shardings = describe_shardings(profile, meshes)
+    dumped = dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}
+    shardings = describe_shardings(profile, {**dumped, **(program_meshes or {})})
     progress("scoring")
     score = roofline.score(profile, _get_chip(chip), shardings=shardings)
     return Analysis(profile, score, shardings)
@@ -125,26 +180,120 @@ def report_for(
     config: RuleConfig | None = None,
     progress: Progress | None = None,
     program_meshes: Mapping[str, ProgramMesh] | None = None,
+    use_cache: bool = True,
     page: bool = False,
 ) -> Report:
     """The report of a trace, or of a JSON report file (read back as it was written).
-    ``page``: also what only the HTML page shows (``profan.report.page_data``)."""
+
+    ``use_cache``: reuse the report built before from the same inputs and options, and keep
+    this one (``profan.cache.reports``); the profile it is built from may come from the cache
+    too.  A report for a caller that knows the program's meshes is not cached.  ``page``: also
+    what only the HTML page shows (``profan.report.page_data``; part of the key)."""
     progress = progress or Progress(False)
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
-    analysis = analyse(
-        path, chip=chip, hlo=hlo, run=run, progress=progress, program_meshes=program_meshes
-    )
+    inputs = locate(path, hlo, run)
+    key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
+    return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
+
+
+def text_for(
+    paths: Sequence[str | Path],
+    render: Callable[..., str],
+    rendering: tuple[Any, ...],
+    *,
+    chip: str | None = None,
+    hlo: str | None = None,
+    run: str | None = None,
+    config: RuleConfig | None = None,
+    progress: Progress | None = None,
+    use_cache: bool = True,
+    page: bool = False,
+) -> str:
+    """``render(*reports)`` of the reports of ``paths`` (``report_for`` each), the text itself
+    reused from the cache when the same rendering (``rendering``: what it depends on beside
+    the reports, e.g. the format and its options) was made from the same reports before.  For
+    renderings without side effects; a JSON report among ``paths`` is read, never cached."""
+    progress = progress or Progress(False)
+    located: list[tuple[Inputs | None, str | None]] = []
+    for path in paths:
+        if str(path).endswith(".json") and Path(path).is_file():
+            located.append((None, None))
+            continue
+        inputs = locate(path, hlo, run)
+        located.append((inputs, cache_key(inputs, chip, config, page) if use_cache else None))
+    keys = [key for _, key in located]
+    rendered_key = None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
+    text = None if rendered_key is None else read_text(rendered_key)
+    if text is not None:
+        progress(f"{', '.join(map(str, paths))}: this rendering, from the cache")
+        return text
+    reports = [
+        read_json_report(path)
+        if inputs is None
+        else _report(inputs, key, chip, config, progress, None, use_cache, page)
+        for path, (inputs, key) in zip(paths, located, strict=True)
+    ]
+    text = render(*reports)
+    if rendered_key is not None:
+        write_text(rendered_key, text)
+    return text
+
+
+def _report(
+    inputs: Inputs,
+    key: str | None,
+    chip: str | None,
+    config: RuleConfig | None,
+    progress: Progress,
+    program_meshes: Mapping[str, ProgramMesh] | None,
+    use_cache: bool,
+    page: bool = False,
+) -> Report:
+    """The report stored under ``key``, else built (and stored there)."""
+    if key is not None:
+        cached = read_report(key)
+        if cached is not None:
+            progress(f"{inputs.trace}: the report of these inputs, from the cache")
+            return cached
+    from profan.report.build import build_report
+
+    analysis = analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
     progress("building the report")
     report = build_report(analysis, config)
     if page:
         from profan.report.page_data import add_page_data  # only the HTML page pays for it
 
         add_page_data(report, analysis.profile)
+    if key is not None:
+        write_report(key, report)
     return report
 
 
+def cache_key(
+    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool = False
+) -> str | None:
+    """The report cache's key for these inputs and options (``profan.cache.reports``; None
+    when an input cannot be fingerprinted).  No rule configuration means the defaults."""
+    found = inputs.run
+    rules = config or RuleConfig()
+    page_data = ("page",) if page else ()  # the HTML page's data makes another report
+    return report_key(
+        inputs.trace,
+        found.name,
+        found.files,
+        found.formats,
+        found.skipped,
+        inputs.hlo,
+        chip,
+        rules,
+        *page_data,
+    )
+
+
 def read_json_report(path: str | Path) -> Report:
+    from profan.report.model import Report
+
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from profan.trace.discover import find_run
+from profan.trace.discover import Run, find_run
 from profan.trace.executors import Progress, scheduler_address
-from profan.trace.load import load_events, sizes_of
+from profan.trace.load import sizes_of
 from profan.trace.options import LoadOptions
-from profan.trace.pod import load_reduced
+from profan.trace.pod import load_events_cached, load_reduced
 from profan.trace.profile import Profile
 
 
@@ -36,7 +36,11 @@ def load(
     if run is not None:
         fields["run"] = run
     opts = LoadOptions.build(options, **fields)
-    found = find_run(path, opts.run)
+    return load_run(path, find_run(path, opts.run), opts)
+
+
+def load_run(path: str | os.PathLike[str], found: Run, opts: LoadOptions) -> Profile:
+    """``load`` of a run already found (``profan.trace.discover.find_run``)."""
     sizes = sizes_of(found)
     progress = Progress(len(sizes), sum(sizes), opts.progress)
     reduced = opts.form == "reduced" or (
@@ -45,4 +49,4 @@ def load(
     if reduced and len(found.files) > 1:
         scheduler = scheduler_address(opts.scheduler)
         return load_reduced(path, found, opts, sizes, progress, scheduler)
-    return load_events(path, opts, found, progress)
+    return load_events_cached(path, opts, found, progress)

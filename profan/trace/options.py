@@ -24,8 +24,10 @@ class LoadOptions:
     #: Processes that read hosts in parallel (default: one per CPU, at most one per host;
     #: 1 reads every host in the calling process).
     workers: int | None = None
-    #: Keep HLO modules converted from the trace's HloProtos under the user's cache directory
-    #: (``profan.paths.cache_dir``); never written next to the trace.
+    #: Reuse and keep what was read (the HLO modules, the loaded profile or each pod host's
+    #: reduced result) under the user's cache directory (``profan.paths.cache_dir``, see
+    #: ``profan.cache``), keyed by the content of the trace files and of ``hlo``; never written
+    #: next to the trace.
     use_cache: bool = True
     #: ``"events"`` (one row per op execution of every host), ``"reduced"`` (each host reduced
     #: where it is read; per-event tables of the median host only) or ``"auto"``: reduced for

@@ -20,6 +20,13 @@ The map runs through ``profan.trace.executors`` (local processes or a Dask clust
 * ``"auto"`` (default): ``"reduced"`` for two or more hosts above the byte threshold, else
   ``"events"``.  Ask for the other form with ``profan.load(path, form="events")`` (or
   ``"reduced"``).
+
+**Through the cache** (``LoadOptions.use_cache``, default on; ``profan.cache``): the events form
+of a run is stored whole (``load_events_cached``), keyed by the content of every host file and
+of ``--hlo``; in the reduced form each host's result is stored apart, keyed by its own file, so
+a pod whose hosts are unchanged reads no xplane but the median host's, and that one comes from
+the cache too.  Only the parent reads and writes the cache; the map runs only for the hosts it
+does not hold.
 """
 
 from __future__ import annotations
@@ -30,9 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from profan.cache.inputs import hlo_inputs, run_inputs
+from profan.cache.keys import versioned
+from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
 from profan.trace.discover import Run
-from profan.trace.executors import Progress, map_hosts, release_freed_memory
+from profan.trace.executors import Progress, map_hosts, release_freed_memory, trim_heap
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
@@ -81,6 +91,74 @@ def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tupl
     return result
 
 
+def load_events_cached(
+    path: Any,
+    opts: LoadOptions,
+    found: Run,
+    progress: Progress | None = None,
+) -> Profile:
+    """``load_events``, reused from the cache when the run's files and ``--hlo`` are unchanged
+    (and stored there after a read)."""
+    key = _events_key(path, opts, found) if opts.use_cache else None
+    if key is not None:
+        profile = read_profile(key)
+        if profile is not None:
+            return profile
+    profile = load_events(path, opts, found, progress)
+    if key is not None:
+        write_profile(key, profile)
+        trim_heap()  # the encoder's copies of the nullable columns, before scoring
+    return profile
+
+
+def _events_key(path: Any, opts: LoadOptions, found: Run) -> str | None:
+    files, hlo = run_inputs(found.files, found.formats), hlo_inputs(opts.hlo)
+    if files is None or hlo is None:
+        return None
+    return versioned("profile", [str(path), found.name, files, found.skipped, hlo])
+
+
+def _host_key(task: tuple[str, str, str | None, bool], file: Any) -> str | None:
+    _, host, hlo, _ = task
+    files, hlo_parts = run_inputs({host: file}, {}), hlo_inputs(hlo)
+    if files is None or hlo_parts is None:
+        return None
+    return versioned("host", [files, hlo_parts])
+
+
+def _map_uncached(
+    tasks: list[tuple[str, str, str | None, bool]],
+    found: Run,
+    sizes: list[int],
+    opts: LoadOptions,
+    progress: Progress,
+    scheduler: str | None,
+) -> list[HostResult]:
+    """The map over the hosts the cache does not hold; every host's result, in host order."""
+    keys = [_host_key(task, found.files[task[1]]) if opts.use_cache else None for task in tasks]
+    results: list[HostResult | None] = [
+        None if key is None else read_host_result(key, HostResult) for key in keys
+    ]
+    todo = [index for index, result in enumerate(results) if result is None]
+    for index, result in enumerate(results):
+        if result is not None:
+            progress.step(sizes[index])
+    if todo:
+        mapped = map_hosts(
+            summarize_file,
+            [tasks[index] for index in todo],
+            [sizes[index] for index in todo],
+            workers=opts.workers,
+            scheduler=scheduler,
+            progress=progress,
+        )
+        for index, result in zip(todo, mapped, strict=True):
+            results[index] = result
+            if keys[index] is not None:
+                write_host_result(keys[index], result)
+    return [result for result in results if result is not None]
+
+
 def representative(results: list[HostResult]) -> HostResult:
     """The median host by median step time (the lower median; ties by host name)."""
     ordered = sorted(results, key=lambda r: (r.step_time_median_s, r.host))
@@ -99,12 +177,14 @@ def load_reduced(
     per-event tables of the median host."""
     hlo = None if opts.hlo is None else os.fspath(opts.hlo)
     tasks = [(str(file), host, hlo, opts.use_cache) for host, file in sorted(found.files.items())]
-    results = map_hosts(
-        summarize_file, tasks, sizes, workers=opts.workers, scheduler=scheduler, progress=progress
-    )
+    results = _map_uncached(tasks, found, sizes, opts, progress, scheduler)
     chosen = representative(results)
     single = LoadOptions(hlo=hlo, workers=1, use_cache=opts.use_cache)
-    profile = load_events(str(found.files[chosen.host]), single)
+    median_file = found.files[chosen.host]
+    # the run find_run gives for that one file (no name), without listing it again
+    median_run = Run(median_file.parent, None, {chosen.host: median_file})
+    median_run.formats[chosen.host] = found.formats[chosen.host]
+    profile = load_events_cached(str(median_file), single, median_run)
     profile.path, profile.run = str(path), found.name
     profile.hosts = analyse_hosts([result.summary for result in results])
     # device.count stays the median host's: every per-device figure divides that host's events.

@@ -1,0 +1,85 @@
+"""What a loaded trace or a built report is made from, as key parts (``profan.cache.keys``).
+
+Each function returns a msgpack-able list naming every input and its content fingerprint, or
+None when one of them cannot be fingerprinted (unreadable, or a remote object its store says
+nothing about): such inputs are not cached, and the load that follows reports any error.
+Nothing here imports pandas or the trace readers: a report found in the cache costs only this.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from profan.cache.keys import file_digest, remote_fingerprint
+
+# The environment variables that add user tables to the chip catalogue and to the kernel
+# registry (profan.chips.USER_CHIPS_ENV, profan.cost.kernels.USER_KERNELS_ENV; a test checks
+# they agree).  Named here so that a report found in the cache imports neither package.
+USER_CHIPS_ENV = "PROFAN_CHIPS"
+USER_KERNELS_ENV = "PROFAN_KERNELS"
+# Files of an XLA dump that --hlo reads (profan.trace.hlofiles), searched at any depth.
+HLO_PATTERNS = ("*after_optimizations.txt", "*before_optimizations.txt", "*.hlo")
+
+
+def file_input(file: Any) -> list[Any] | None:
+    """One file: a local path by its content hash, a remote object by its generation / ETag."""
+    if isinstance(file, Path):
+        try:
+            return ["local", file_digest(file)]
+        except OSError:
+            return None
+    info = file.info() if hasattr(file, "info") else None
+    found = remote_fingerprint(info)
+    return None if found is None else ["remote", str(file), found]
+
+
+def run_inputs(files: Mapping[str, Any], formats: Mapping[str, str]) -> list[Any] | None:
+    """Every host file of a run (``profan.trace.discover.Run``): host, format, name, content."""
+    parts: list[Any] = []
+    for host, file in sorted(files.items()):
+        found = file_input(file)
+        if found is None:
+            return None
+        parts.append([host, formats.get(host, ""), file.name, found])
+    return parts
+
+
+def hlo_inputs(hlo: str | os.PathLike[str] | None) -> list[Any] | None:
+    """``--hlo``: none, one file, or every HLO file of a dump directory (relative name, hash)."""
+    if hlo is None:
+        return ["none"]
+    path = Path(hlo)
+    if path.is_file():
+        found = file_input(path)
+        return None if found is None else ["file", found]
+    if not path.is_dir():
+        return None
+    files = sorted({file for pattern in HLO_PATTERNS for file in path.rglob(pattern)})
+    parts: list[Any] = ["dir"]
+    for file in files:
+        if not file.is_file():
+            continue
+        found = file_input(file)
+        if found is None:
+            return None
+        parts.append([file.relative_to(path).as_posix(), found])
+    return parts
+
+
+def user_tables() -> list[Any] | None:
+    """The user's chip and kernel tables in force (``--chips``/``--kernels`` or their
+    environment variables), by content."""
+    parts: list[Any] = []
+    for variable in (USER_CHIPS_ENV, USER_KERNELS_ENV):
+        value = os.environ.get(variable)
+        if not value:
+            parts.append([variable, None])
+            continue
+        found = file_input(Path(value))
+        if found is None:
+            return None
+        parts.append([variable, found])
+    return parts

@@ -1,0 +1,105 @@
+"""Cache keys: what an entry was made from, hashed.
+
+A key is the SHA-256 of a msgpack list of everything that determines the entry: the content of
+each input, the options that change the output, profan's version and a hash of profan's own
+code (``code_digest``), so no entry outlives a change to any of them.
+
+**Inputs.**  A local file counts by the SHA-256 of its bytes.  Hashing a large trace every
+time would cost a tenth of a second per 70 MB, so, as git's index does, the hash is recorded
+with the file's stat signature (device, inode, size, modification and change times in ns) and
+reused while the signature is unchanged; a file modified in the last two seconds is hashed but
+not recorded (its next change could land within the same timestamp tick).  A remote object
+(``gs://``, ``s3://``) counts by what its store says of it when the run is listed, never by
+downloading it: its generation / version id / ETag / checksum and size.  An object whose store
+reports none of these is not cached (``remote_fingerprint`` is None).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from profan.cache.store import read_entry, write_entry
+from profan.version import __version__
+
+_ENCODER = msgspec.msgpack.Encoder()
+_SIGNATURE_DECODER = msgspec.msgpack.Decoder(tuple[tuple[int, int, int, int, int], str])
+# A file modified this recently is hashed but its hash is not recorded (racy timestamps).
+_RACY_NS = 2 * 10**9
+# What object stores report that changes whenever the object's content does.
+_REMOTE_IDENTITY = ("generation", "VersionId", "version_id", "ETag", "etag", "md5Hash", "crc32c")
+_REMOTE_EXTRA = ("size", "mtime", "LastModified", "updated")
+
+_CODE_DIGEST: str | None = None
+
+
+def digest(parts: Any) -> str:
+    """The key of ``parts`` (anything msgpack encodes: str, int, float, bytes, lists, dicts)."""
+    return hashlib.sha256(_ENCODER.encode(parts)).hexdigest()[:40]
+
+
+def code_digest() -> str:
+    """SHA-256 of every file of the profan package (code, data tables, schema descriptors) and
+    of the grammars: any change to profan gives every key a new value.  (~10 ms: it is paid by
+    every run that looks anything up.)"""
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        from profan.paths import PACKAGE_DIR
+
+        files = []
+        for folder, subfolders, names in os.walk(PACKAGE_DIR):
+            subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+            files += [os.path.join(folder, name) for name in names]
+        grammars = PACKAGE_DIR.parent / "grammars"  # a checkout keeps them beside the package
+        if grammars.is_dir() and not (PACKAGE_DIR / "grammars").is_dir():
+            files += [str(path) for path in grammars.glob("*.lark")]
+        hasher = hashlib.sha256(__version__.encode())
+        for path in sorted(files):
+            hasher.update(os.path.relpath(path, PACKAGE_DIR.parent).encode() + b"\0")
+            with open(path, "rb") as handle:
+                hasher.update(handle.read())
+        _CODE_DIGEST = hasher.hexdigest()[:32]
+    return _CODE_DIGEST
+
+
+def versioned(kind: str, parts: Any) -> str:
+    """The key of an entry of ``kind`` made from ``parts`` by this profan (version and code)."""
+    return digest([kind, __version__, code_digest(), parts])
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a local file's bytes, reused from the stat index while the file is unchanged
+    (raises OSError when it cannot be read)."""
+    file = Path(path)
+    stat = file.stat()
+    signature = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    index_key = digest(["input", str(file.resolve())])
+    found = read_entry("inputs", index_key)
+    if found is not None:
+        try:
+            recorded, content = _SIGNATURE_DECODER.decode(found[0])
+        except (msgspec.DecodeError, ValueError):
+            recorded, content = None, ""
+        if recorded == signature:
+            return content
+    with file.open("rb") as handle:
+        content = hashlib.file_digest(handle, "sha256").hexdigest()
+    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
+        write_entry("inputs", index_key, [list(signature), content])
+    return content
+
+
+def remote_fingerprint(info: dict[str, Any] | None) -> list[Any] | None:
+    """What an object store's listing says of one object that changes with its content, or
+    None when it says nothing of the kind (such an object is never cached)."""
+    if not info:
+        return None
+    identity = [[name, str(info[name])] for name in _REMOTE_IDENTITY if info.get(name)]
+    if not identity:
+        return None
+    return identity + [[name, str(info[name])] for name in _REMOTE_EXTRA if name in info]
