@@ -96,7 +96,7 @@ def flops_lines(op: OpEntry) -> list[str]:
 def bytes_lines(op: OpEntry) -> list[str]:
     """The bytes cell (HBM + interconnect), marked like ``flops_lines``."""
     lines = [_marked(op.hbm_bytes + op.ici_bytes, op.bytes_source, "B")]
-    if _disagrees(op.hbm_bytes, op.trace_bytes):
+    if _disagrees(op.all_space_bytes, op.trace_bytes):
         lines.append(f"trace {si(op.trace_bytes, 'B')}")
     return lines
 
@@ -106,7 +106,7 @@ def sources_legend(ops: list[OpEntry]) -> str | None:
     used = {source for op in ops for source in (op.flops_source, op.bytes_source) if source}
     marks = [(SOURCE_MARKS[s], SOURCE_MEANINGS.get(s, s)) for s in SOURCE_MARKS if s in used]
     trace = any(
-        _disagrees(op.flops, op.trace_flops) or _disagrees(op.hbm_bytes, op.trace_bytes)
+        _disagrees(op.flops, op.trace_flops) or _disagrees(op.all_space_bytes, op.trace_bytes)
         for op in ops
     )
     if not marks and not trace:
