@@ -160,3 +160,13 @@ def test_a_while_alone_has_its_own_figures_not_its_bodys(fixtures_dir: Path) -> 
     cost = CostModel(alone).estimate(alone.entry.root)
     assert cost.flops == 0 and cost.flops_source == "hlo"
     assert cost.hbm_bytes == 2 * 3 * 8  # the (s32, f32, f32) state's pointer tables, in place
+
+
+def test_async_collective_done_fusion_is_the_wait_of_an_async_pair(golden) -> None:
+    # its AsyncCollectiveDone marker call: the done's event is the wait (1.5 us for 66 MB of
+    # output), so a rate over its event says nothing; the start's event does the collective's
+    # local part (105 us for its 44 MB) and stays an op of its own
+    start_row, start, _ = _cost(golden, "async-collective-start.3")
+    row, done, _ = _cost(golden, "async-collective-done.4")
+    assert (start.async_role, done.async_role) == (None, "done")
+    assert row.avg_time_s < 2e-6 and start_row.avg_time_s > 100e-6

@@ -56,6 +56,7 @@ def apply(kernel: KernelCost, cost: OpCost) -> OpCost:
     cost.flops_source, cost.bytes_source = kernel.flops_source, kernel.bytes_source
     cost.precision, cost.algorithm = kernel.precision, kernel.algorithm
     cost.matrix_math = kernel.matrix_math
+    cost.async_role = kernel.async_role or cost.async_role
     cost.derivation.extend(kernel.derivation)
     return cost
 

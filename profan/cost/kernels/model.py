@@ -75,6 +75,9 @@ class KernelCost:
     # chip's matrix peak for the dtype and precision; elementwise-like kernels are not
     matrix_math: bool = False
     rule: str = ""  # the registry entry that matched ("" = none)
+    # "start" | "done": the call marks one half of an asynchronous pair (XLA TPU's
+    # AsyncCollectiveStart/Done inside an async-collective fusion)
+    async_role: str | None = None
     derivation: list[str] = field(default_factory=list)
 
     @property
