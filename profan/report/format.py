@@ -62,7 +62,8 @@ def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Fin
 
 # How a FLOPs or bytes figure shows where it came from (``hlo``: no mark).
 SOURCE_MARKS = {"backend-config": "(c)", "cost-estimate": "(e)", "trace": "(t)",
-                "shape-signature": "(s)", "lower-bound": "≥", "unknown": "?"}  # fmt: skip
+                "shape-signature": "(s)", "upper-bound": "≤", "lower-bound": "≥",
+                "unknown": "?"}  # fmt: skip
 # The trace's own figure is shown beside profan's when they differ by more than this factor.
 TRACE_DISAGREES = 2.0
 
@@ -71,8 +72,8 @@ def _marked(value: float | None, source: str | None, unit: str) -> str:
     if source == "unknown":
         return "?"
     text = si(value, unit)
-    if source == "lower-bound":
-        return "≥" + text
+    if source in ("lower-bound", "upper-bound"):
+        return SOURCE_MARKS[source] + text
     mark = SOURCE_MARKS.get(source or "")
     return f"{text}{mark}" if mark else text
 
