@@ -84,6 +84,9 @@ def test_hlo_command_lists_and_costs_an_op_profile(
     assert set(programs) == {"jit_train_step", "jit_raw_generate_synthetic_data", "jit_fold_in"}
     rows = {row["name"]: row for row in programs["jit_train_step"]["roofline"]}
     assert len(rows) == 339
+    # every row has its bytes per memory space: a VMEM prefetch's done writes VMEM only
+    assert all(row["bytes_by_space"]["hbm"] == row["hbm_bytes"] for row in rows.values())
+    assert rows["copy-done.7"]["bytes_by_space"] == {"hbm": 0, "vmem": 2048 * 2048 * 2}
     # a matmul: 2 x 2048 x 2048 x 7168 FLOPs, plus the 4 x 2048 x 2048 of its fused norm
     # scaling (fusion.732: convert, multiply, convert, multiply), compute-bound on v5p
     assert rows["fusion.728"]["flops"] == 2 * 2048 * 2048 * 7168 + 4 * 2048 * 2048
@@ -178,3 +181,6 @@ def test_v6e_op_profile_measured_figures_in_hlo_json(
     measured = {m["name"]: m for p in programs for m in p.get("measured", [])}
     assert measured["all-reduce"]["occurrences"] == 12
     assert measured["broadcast_add_fusion"]["flops"] == 5 * 1024 * 1024 * 256
+    # XProf's breakdown of the v6e ops lists no on-chip bytes (host memory is not on chip)
+    assert all(m["on_chip_read_bytes"] == m["on_chip_write_bytes"] == 0 for m in measured.values())
+
