@@ -183,4 +183,3 @@ def test_v6e_op_profile_measured_figures_in_hlo_json(
     assert measured["broadcast_add_fusion"]["flops"] == 5 * 1024 * 1024 * 256
     # XProf's breakdown of the v6e ops lists no on-chip bytes (host memory is not on chip)
     assert all(m["on_chip_read_bytes"] == m["on_chip_write_bytes"] == 0 for m in measured.values())
-

@@ -125,7 +125,7 @@ def _metrics(node: dict[str, Any]) -> OpMetrics | None:
     occurrences = int(metrics.get("occurrences") or 0)
     per = max(occurrences, 1)
     raw_bytes = [float(b or 0.0) / per for b in metrics.get("rawBytesAccessedArray") or []]
-    hbm, read, written = (raw_bytes + [0.0, 0.0, 0.0])[:3]
+    hbm, read, written = [*raw_bytes, 0.0, 0.0, 0.0][:3]
     return OpMetrics(
         occurrences=occurrences,
         time_s=float(metrics.get("rawTime") or 0.0) * 1e-12 / per,
