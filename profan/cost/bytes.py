@@ -164,10 +164,11 @@ def xla_shape_size(shape: Shape | None) -> int:
     """
     if shape is None:
         return 0
-    space = counted_space()
+    space = _COUNTED_SPACE.get()
     if shape.is_tuple:
         return TUPLE_POINTER_BYTES * len(shape.tuple_shapes) if space == HBM_MEMORY_SPACE else 0
-    if not shape.is_array or memory_space(shape) != space:
+    layout = shape.layout
+    if not shape.is_array or (layout.memory_space if layout is not None else 0) != space:
         return 0
     return logical_bytes(shape)
 

@@ -94,6 +94,19 @@ class CostModel(CostContext):
         super().__init__(module)
         # (counted memory space, computation name) -> its cost
         self._computation_costs: dict[tuple[int, str], OpCost] = {}
+        self._module_spaces: set[int] | None = None  # the memory spaces its values live in
+
+    def _spaces(self, instruction: Instruction) -> set[int]:
+        """The memory spaces other than HBM that ``instruction``'s operands and results live in
+        (none at all in most modules: that is found once, by one pass over its values)."""
+        if self.module is not None:
+            if self._module_spaces is None:
+                values = [i.shape for i in self.module.instructions()]
+                self._module_spaces = sizes.spaces_of(values) - {sizes.HBM_MEMORY_SPACE}
+            if not self._module_spaces:
+                return set()
+        shapes = [*self.operand_shapes(instruction), instruction.shape]
+        return sizes.spaces_of(shapes) - {sizes.HBM_MEMORY_SPACE}
 
     def estimate(self, instruction: Instruction) -> OpCost:
         """FLOPs, transcendentals, HBM and interconnect bytes of one execution, each with its
@@ -103,8 +116,7 @@ class CostModel(CostContext):
         cost = self._estimate_checked(instruction)
         if sizes.counted_space() != sizes.HBM_MEMORY_SPACE:
             return cost  # one space's pass of an enclosing op (see below)
-        shapes = [*self.operand_shapes(instruction), instruction.shape]
-        for space in sorted(sizes.spaces_of(shapes) - {sizes.HBM_MEMORY_SPACE}):
+        for space in sorted(self._spaces(instruction)):
             with sizes.counting_space(space):
                 moved = self._estimate_checked(instruction).roofline_bytes
             if moved:  # a space it only hands through (sync flags passing a fusion) moves none
