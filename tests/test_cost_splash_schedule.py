@@ -60,8 +60,8 @@ BF16_BLOCK = BLOCK * DIM * 2
 F32_BLOCK = BLOCK * DIM * 4
 MASKS = 2 * BLOCKS * BLOCKS  # the two s8[1,4,4] scalar-prefetch operands, read once
 
-# forward: grid (heads h, q blocks i, kv blocks j)
-FWD_IN = [
+# forward and dQ: grid (heads h, q blocks i, kv blocks j), the same maps for what both read
+BY_HEAD_Q_KV = [
     Spec("q", BF16_BLOCK, lambda h, i, j: (h, i)),
     Spec("k", BF16_BLOCK, lambda h, i, j: (h, j)),
     Spec("v", BF16_BLOCK, lambda h, i, j: (h, j)),
@@ -69,6 +69,7 @@ FWD_IN = [
     Spec("kv_segment_ids (8, bkv)", SUBLANES * BLOCK * 4, lambda h, i, j: (j,)),
     Spec("q_sequence (bq, 128)", BLOCK * LANES * 4, lambda h, i, j: (i,)),
 ]
+FWD_IN = BY_HEAD_Q_KV
 FWD_OUT = [
     Spec("m_scratch", BLOCK * LANES * 4, lambda h, i, j: (0,)),
     Spec("l_scratch", BLOCK * LANES * 4, lambda h, i, j: (0,)),
@@ -94,17 +95,12 @@ DKV_OUT = [
     Spec("dk", BF16_BLOCK, lambda kv, h, q: (h, kv)),
     Spec("dv", BF16_BLOCK, lambda kv, h, q: (h, kv)),
 ]
-# dQ: grid (heads h, q blocks i, kv blocks j); logsumexp and di are [heads, 1, q_len]
+# dQ also reads logsumexp and di, [heads, 1, q_len], and dO
 DQ_IN = [
-    Spec("q", BF16_BLOCK, lambda h, i, j: (h, i)),
-    Spec("k", BF16_BLOCK, lambda h, i, j: (h, j)),
-    Spec("v", BF16_BLOCK, lambda h, i, j: (h, j)),
-    Spec("q_segment_ids (bq, 128)", BLOCK * LANES * 4, lambda h, i, j: (i,)),
-    Spec("kv_segment_ids (8, bkv)", SUBLANES * BLOCK * 4, lambda h, i, j: (j,)),
+    *BY_HEAD_Q_KV,
     Spec("logsumexp (1, bq)", BLOCK * 4, lambda h, i, j: (h, i)),
     Spec("do", BF16_BLOCK, lambda h, i, j: (h, i)),
     Spec("di (1, bq)", BLOCK * 4, lambda h, i, j: (h, i)),
-    Spec("q_sequence (bq, 128)", BLOCK * LANES * 4, lambda h, i, j: (i,)),
 ]
 DQ_OUT = [
     Spec("dq_scratch", F32_BLOCK, lambda h, i, j: (0,)),
