@@ -23,7 +23,7 @@ import pytest
 from profan.cost import CostModel
 from profan.hlo import parse_module
 from profan.xprof import op_for_line, op_module, read_op_profile
-from tests.test_cost_tpu_golden import GOLDEN, read_hlo_stats
+from tests.test_cost_tpu_golden import DEV_HALF, GOLDEN, read_hlo_stats
 
 HEADS, SEQ, DIM, BLOCK = 16, 2048, 128, 512
 BLOCKS = SEQ // BLOCK
@@ -125,7 +125,7 @@ SYNTHETIC_DQ_LINE = (
 def _golden_cost(corpus_dir: Path, phase: str):
     profile = read_op_profile(corpus_dir / GOLDEN / "op_profile.expressions.json.gz")
     programs = {program.program_id: program for program in profile.programs}
-    rows = read_hlo_stats(corpus_dir / GOLDEN / "hlo_stats.dev_half.json.gz")
+    rows = read_hlo_stats(corpus_dir / GOLDEN / DEV_HALF)
     row = next(r for r in rows if f"splash_mha_{phase}" in r.name)
     module = op_module(op_for_line(programs[row.program_id], row.line), row.line)
     return row, CostModel(module).estimate(module.entry.root)

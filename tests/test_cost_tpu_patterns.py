@@ -19,7 +19,7 @@ from profan.hlo import Operand, parse_module
 from profan.hlo.printer import instruction_to_text
 from profan.roofline.terms import roofline_bytes
 from profan.xprof import ProfiledOp, op_for_line, op_module, read_op_profile
-from tests.test_cost_tpu_golden import GOLDEN, GoldenOp, read_hlo_stats
+from tests.test_cost_tpu_golden import DEV_HALF, GOLDEN, GoldenOp, read_hlo_stats
 
 BF16_2048x2048 = 2048 * 2048 * 2
 MiB = 2**20
@@ -29,7 +29,7 @@ MiB = 2**20
 def golden(corpus_dir: Path) -> dict[str, tuple[GoldenOp, object]]:
     profile = read_op_profile(corpus_dir / GOLDEN / "op_profile.expressions.json.gz")
     programs = {program.program_id: program for program in profile.programs}
-    rows = read_hlo_stats(corpus_dir / GOLDEN / "hlo_stats.dev_half.json.gz")
+    rows = read_hlo_stats(corpus_dir / GOLDEN / DEV_HALF)
     return {row.name: (row, programs[row.program_id]) for row in rows}
 
 

@@ -20,7 +20,7 @@ from profan.roofline import score
 from profan.roofline.megacore import Accounting
 from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile
 from profan.xprof import op_for_line, op_module, read_op_profile
-from tests.test_cost_tpu_golden import GOLDEN, read_hlo_stats
+from tests.test_cost_tpu_golden import DEV_HALF, GOLDEN, read_hlo_stats
 
 MODULE = """HloModule synthetic_megacore
 
@@ -103,7 +103,7 @@ def test_a_cores_share_divides_the_bytes_of_every_memory_space(corpus_dir: Path)
     # TensorCore's share halves its HBM and its VMEM bytes alike
     profile = read_op_profile(corpus_dir / GOLDEN / "op_profile.expressions.json.gz")
     row = next(
-        r for r in read_hlo_stats(corpus_dir / GOLDEN / "hlo_stats.dev_half.json.gz")
+        r for r in read_hlo_stats(corpus_dir / GOLDEN / DEV_HALF)
         if r.name == "fusion.678"
     )  # fmt: skip
     program = next(p for p in profile.programs if p.program_id == row.program_id)
