@@ -15,9 +15,10 @@ from profan.cost.kernels import SOURCES, USER_KERNELS_ENV
 from profan.report import terminal
 from profan.report.budget import Budget, OpBudget, evaluate
 from profan.report.build import build_report
-from profan.report.format import step_share_text
-from profan.report.model import Report
+from profan.report.format import SOURCE_MARKS, bytes_lines, sources_legend, step_share_text
+from profan.report.model import OpEntry, Report
 from profan.report.pipeline import analyse
+from profan.units import si
 
 _REPORTS: dict[str, Report] = {}
 
@@ -52,6 +53,20 @@ def test_every_op_says_where_its_figures_come_from(fixtures_dir: Path) -> None:
         assert "≥" in row
     # a lower bound is never called far from the roofline, whatever the threshold
     assert not any("far-from-roofline" in op.flags for op in pallas)
+
+
+def test_every_source_but_the_hlo_has_its_mark_in_the_legend() -> None:
+    assert set(SOURCE_MARKS) == set(SOURCES) - {"hlo"}
+    # an op costed as an upper bound (a splash kernel with its block mask counted full)
+    op = OpEntry(
+        key="k", module="jit_f", name="splash", opcode="custom-call", category="attention",
+        occurrences=1, measured_s=1e-3, flops=3.4e10, hbm_bytes=1.39e8, ici_bytes=0.0,
+        t_compute_s=1.5e-4, t_hbm_s=5e-5, t_ici_s=0.0, roofline_s=1.5e-4, bound_by="compute",
+        efficiency=0.15, flops_source="upper-bound", bytes_source="upper-bound",
+    )  # fmt: skip
+    assert bytes_lines(op) == ["≤" + si(1.39e8, "B")]
+    legend = sources_legend([op])
+    assert legend is not None and "≤ an upper bound" in legend
 
 
 def _forget_after_the_test(monkeypatch: pytest.MonkeyPatch, name: str) -> None:

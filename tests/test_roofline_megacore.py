@@ -8,14 +8,19 @@ Pallas kernel profan cannot cost, with the per-op stats XProf would write per ch
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from profan.chips import get_chip
+from profan.cost import CostModel
 from profan.hlo.parser import parse_module
 from profan.roofline import score
+from profan.roofline.megacore import Accounting
 from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile
+from profan.xprof import op_for_line, op_module, read_op_profile
+from tests.test_cost_tpu_golden import DEV_HALF, GOLDEN, read_hlo_stats
 
 MODULE = """HloModule synthetic_megacore
 
@@ -91,3 +96,23 @@ def test_a_chip_that_is_not_megacore_keeps_the_chip_accounting() -> None:
     profile.device = DeviceInfo(kind="TPU", type_string="TPU v6 lite", count=2)
     result = score(profile)
     assert result.summary.accounting == "per-chip" and result.summary.accounting_note is None
+
+
+def test_a_cores_share_divides_the_bytes_of_every_memory_space(corpus_dir: Path) -> None:
+    # a convolution fusion of the golden v5p step whose weights were prefetched into VMEM: one
+    # TensorCore's share halves its HBM and its VMEM bytes alike
+    profile = read_op_profile(corpus_dir / GOLDEN / "op_profile.expressions.json.gz")
+    row = next(
+        r for r in read_hlo_stats(corpus_dir / GOLDEN / DEV_HALF)
+        if r.name == "fusion.678"
+    )  # fmt: skip
+    program = next(p for p in profile.programs if p.program_id == row.program_id)
+    module = op_module(op_for_line(program, row.line), row.line)
+    whole = CostModel(module).estimate(module.entry.root)
+    share = Accounting(True, 2, "").share(CostModel(module).estimate(module.entry.root))
+    assert set(whole.bytes_by_space) == {"hbm", "vmem"}
+    for space, moved in whole.bytes_by_space.items():
+        assert share.bytes_by_space[space] == moved / 2
+    # XProf's figures are one core's: its two columns are this share's HBM and all-space bytes
+    assert share.roofline_bytes == pytest.approx(row.hbm_bytes, rel=1e-6)
+    assert share.all_space_bytes == pytest.approx(row.all_space_bytes, rel=1e-6)

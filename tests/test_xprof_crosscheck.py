@@ -1,9 +1,11 @@
-"""Cross-check profan's per-op FLOPs and HBM bytes against xprof's own tools, on every corpus trace.
+"""Cross-check profan's per-op FLOPs and bytes against xprof's own tools, on every corpus trace.
 
 xprof (``pip install '.[xprof]'``) converts a trace into its ``roofline_model`` tool: one row per
 (program, op) with ``model_flop_rate`` (GFLOP/s), ``measured_memory_bw`` (GiB/s) and the op's
 average time (us), so one execution's FLOPs are ``rate x avg_time`` and its bytes
-``bandwidth x avg_time``.  xprof writes its caches next to its input, so it runs on a private copy.
+``bandwidth x avg_time``.  ``measured_memory_bw`` counts every memory space (xprof's
+``MEMORY_SPACE_ALL``), so it is held to profan's bytes in every space (``bytes_by_space``).
+xprof writes its caches next to its input, so it runs on a private copy.
 Two figures agree when they are within 10% of each other (both 0 agree).  Every op that disagrees
 is listed, with its reason, in docs/xprof_crosscheck.md; this test fails when one is not.
 
@@ -177,7 +179,9 @@ def crosscheck(name: str, workdir: Path) -> list[OpCheck]:
             key = str(record.module_key)
             model = models.setdefault(key, CostModel(profile.modules[key]))
             in_xla_gpu_convention = xla_gpu_flops(instruction, model, cycles)
-        ours[(program, str(record.name))] = (flops, record.hbm_bytes / runs, in_xla_gpu_convention)
+        # measured_memory_bw counts every memory space: profan's bytes in all of them
+        moved = sum(record.bytes_by_space.values()) / runs
+        ours[(program, str(record.name))] = (flops, moved, in_xla_gpu_convention)
     checks = []
     seen = set()
     for row in rows:

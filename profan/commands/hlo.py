@@ -147,6 +147,8 @@ def _measured(program: ProfiledProgram) -> list[dict[str, Any]]:
             row = {"name": op.name, "occurrences": op.metrics.occurrences}
             row.update(time_s=op.metrics.time_s, flops=op.metrics.flops)
             row.update(hbm_bytes=op.metrics.hbm_bytes)
+            row.update(on_chip_read_bytes=op.metrics.on_chip_read_bytes)
+            row.update(on_chip_write_bytes=op.metrics.on_chip_write_bytes)
             rows.append(row)
     return rows
 

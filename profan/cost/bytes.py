@@ -3,17 +3,26 @@
 ``f32[3,5]{1,0:T(2,2)}`` is stored as ``[4,6]``: each ``T(...)`` tile pads the most-minor
 physical dimensions up to multiples of the tile; a second tile (``T(8,128)(2,1)``) subdivides the
 first and pads within it.  ``E(n)`` overrides the element size; sub-byte elements are packed.
-Only memory space 0 (HBM / device memory) costs HBM bandwidth; ``S(1)`` (TPU VMEM) and other
-spaces do not.
+
+Memory spaces: only memory space 0 (HBM / device memory) costs HBM bandwidth; ``S(1)`` (TPU
+VMEM), ``S(2)`` (TPU sync flags), ``S(4)``/``S(6)`` (scalars in TPU SMEM), ``S(5)`` (host memory)
+do not.  ``xla_shape_size`` counts the arrays of one space, HBM unless a ``counting_space`` block
+says otherwise: ``profan.cost.estimate`` costs an op once per memory space it touches, with the
+same rules, so each op has its bytes per space (XProf's "measured memory BW" counts them all).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from profan.hlo.model import Layout, Shape
+from profan.hlo.opcodes import memory_space_name
 
 HBM_MEMORY_SPACE = 0
+# The memory space whose arrays ``xla_shape_size`` counts (see the module docstring).
+_COUNTED_SPACE: ContextVar[int] = ContextVar("counted_memory_space", default=HBM_MEMORY_SPACE)
 # XLA's default pointer size: a tuple's buffer is its index table of pointers.
 TUPLE_POINTER_BYTES = 8
 
@@ -113,18 +122,53 @@ def hbm_bytes(shape: Shape | None) -> int:
     return sum(array_bytes(leaf) for leaf in shape.leaves() if leaf.is_array and in_hbm(leaf))
 
 
+@contextmanager
+def counting_space(space: int) -> Iterator[None]:
+    """Within this block ``xla_shape_size`` counts the arrays of memory space ``space``."""
+    token = _COUNTED_SPACE.set(space)
+    try:
+        yield
+    finally:
+        _COUNTED_SPACE.reset(token)
+
+
+def counted_space() -> int:
+    """The memory space ``xla_shape_size`` counts now (HBM outside a ``counting_space`` block)."""
+    return _COUNTED_SPACE.get()
+
+
+def space_label(space: int) -> str:
+    """How a report names a memory space's bytes: ``hbm`` for space 0 (the HBM figure),
+    else as the memory report names it (``vmem``, ``host``, ``S(2)``)."""
+    return "hbm" if space == HBM_MEMORY_SPACE else memory_space_name(space)
+
+
+def spaces_of(shapes: Sequence[Shape | None]) -> set[int]:
+    """The memory spaces the arrays of ``shapes`` (tuples: their leaves) live in."""
+    return {
+        memory_space(leaf)
+        for shape in shapes
+        if shape is not None
+        for leaf in shape.leaves()
+        if leaf.is_array
+    }
+
+
 def xla_shape_size(shape: Shape | None) -> int:
     """The bytes XLA's cost analysis charges for moving a value: an array's elements (not its
     tiling padding: the TPU compiler's per-op figures count ``u32[10,4]{0,1:T(4,128)}`` as 160
     bytes, not the 2 KiB its tiles occupy), and for a tuple only its pointer table (8 bytes per
-    element), not its leaves.  Non-HBM arrays cost 0.  (What a buffer occupies, padding
-    included, is ``array_bytes``.)
+    element, counted with HBM), not its leaves.  Only arrays of the counted memory space count
+    (``counting_space``; HBM by default).  (What a buffer occupies, padding included, is
+    ``array_bytes``.)
     """
     if shape is None:
         return 0
+    space = _COUNTED_SPACE.get()
     if shape.is_tuple:
-        return TUPLE_POINTER_BYTES * len(shape.tuple_shapes)
-    if not shape.is_array or not in_hbm(shape):
+        return TUPLE_POINTER_BYTES * len(shape.tuple_shapes) if space == HBM_MEMORY_SPACE else 0
+    layout = shape.layout
+    if not shape.is_array or (layout.memory_space if layout is not None else 0) != space:
         return 0
     return logical_bytes(shape)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 
+from profan.cost.bytes import HBM_MEMORY_SPACE, counted_space
 from profan.cost.context import CostContext
 from profan.cost.kernels import KernelCall, KernelCost, cost_kernel
+from profan.cost.kernels.model import io_bytes
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
 from profan.hlo.views import backend_config, custom_call_target, metadata
@@ -54,9 +56,15 @@ def apply(kernel: KernelCost, cost: OpCost) -> OpCost:
     cost.flops_source, cost.bytes_source = kernel.flops_source, kernel.bytes_source
     cost.precision, cost.algorithm = kernel.precision, kernel.algorithm
     cost.matrix_math = kernel.matrix_math
+    cost.async_role = kernel.async_role or cost.async_role
     cost.derivation.extend(kernel.derivation)
     return cost
 
 
 def custom_call(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
-    return apply(cost_kernel(kernel_call(instruction, model)), cost)
+    call = kernel_call(instruction, model)
+    kernel = cost_kernel(call)
+    if kernel.bytes_source == "cost-estimate" and counted_space() != HBM_MEMORY_SPACE:
+        # the kernel's stated bytes are its HBM traffic: another space moves its own arrays
+        kernel.bytes_read, kernel.bytes_written = io_bytes(call, {})
+    return apply(kernel, cost)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from profan.cost import bytes as sizes
 from profan.cost import (
     collectives,
     control_flow,
@@ -91,11 +92,38 @@ class CostModel(CostContext):
 
     def __init__(self, module: Module | None = None) -> None:
         super().__init__(module)
-        self._computation_costs: dict[str, OpCost] = {}
+        # (counted memory space, computation name) -> its cost
+        self._computation_costs: dict[tuple[int, str], OpCost] = {}
+        self._module_spaces: set[int] | None = None  # the memory spaces its values live in
+
+    def _spaces(self, instruction: Instruction) -> set[int]:
+        """The memory spaces other than HBM that ``instruction``'s operands and results live in
+        (none at all in most modules: that is found once, by one pass over its values)."""
+        if self.module is not None:
+            if self._module_spaces is None:
+                values = [i.shape for i in self.module.instructions()]
+                self._module_spaces = sizes.spaces_of(values) - {sizes.HBM_MEMORY_SPACE}
+            if not self._module_spaces:
+                return set()
+        shapes = [*self.operand_shapes(instruction), instruction.shape]
+        return sizes.spaces_of(shapes) - {sizes.HBM_MEMORY_SPACE}
 
     def estimate(self, instruction: Instruction) -> OpCost:
         """FLOPs, transcendentals, HBM and interconnect bytes of one execution, each with its
-        source (``flops_source``, ``bytes_source``)."""
+        source (``flops_source``, ``bytes_source``), and the bytes it moves in every other
+        memory space its operands and results live in (``OpCost.other_space_bytes``: the same
+        rules, counting that space's arrays)."""
+        cost = self._estimate_checked(instruction)
+        if sizes.counted_space() != sizes.HBM_MEMORY_SPACE:
+            return cost  # one space's pass of an enclosing op (see below)
+        for space in sorted(self._spaces(instruction)):
+            with sizes.counting_space(space):
+                moved = self._estimate_checked(instruction).roofline_bytes
+            if moved:  # a space it only hands through (sync flags passing a fusion) moves none
+                cost.other_space_bytes[sizes.space_label(space)] = moved
+        return cost
+
+    def _estimate_checked(self, instruction: Instruction) -> OpCost:
         try:
             cost = self._estimate(instruction)
         except _MISFIT as error:
@@ -132,13 +160,18 @@ class CostModel(CostContext):
         return rule(instruction, self, cost)
 
     def computation_cost(self, computation: Computation) -> OpCost:
-        known = self._computation_costs.get(computation.name)
+        key = (sizes.counted_space(), computation.name)
+        known = self._computation_costs.get(key)
         if known is None:
             known = OpCost(0.0, 0.0, 0.0, 0.0)
             for instruction in computation.instructions:
                 known.add(self.estimate(instruction))
-            self._computation_costs[computation.name] = known
-        return replace(known, derivation=list(known.derivation))
+            self._computation_costs[key] = known
+        return replace(
+            known,
+            derivation=list(known.derivation),
+            other_space_bytes=dict(known.other_space_bytes),
+        )
 
     def totals(self, computations: Iterable[Computation] | None = None) -> ModuleTotals:
         """Totals over the entry computation (or ``computations``), the way XLA's cost analysis

@@ -142,6 +142,19 @@ def _demanded_bytes(
     )
 
 
+def _mark_async_half(body: Computation, model: CostContext, cost: OpCost) -> None:
+    """A fusion holding a call that marks one half of an asynchronous pair (XLA TPU's
+    ``AsyncCollectiveDone`` in an async-collective-done fusion: its event is the wait for the
+    collective) is that half."""
+    roles = {
+        model.estimate(inner).async_role for inner in body.instructions
+        if inner.opcode == "custom-call"
+    } - {None}  # fmt: skip
+    if len(roles) == 1:
+        cost.async_role = roles.pop()
+        cost.derivation.append(f"the {cost.async_role} of an asynchronous pair (its marker call)")
+
+
 def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
     names = called_computations(instruction)
     body = model.callee(names[0]) if names else None
@@ -162,6 +175,7 @@ def fusion(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost
         )
         return cost
     inner_cost = model.computation_cost(body)
+    _mark_async_half(body, model, cost)
     cost.flops = inner_cost.flops
     cost.transcendentals = inner_cost.transcendentals
     cost.unknown = inner_cost.unknown

@@ -51,10 +51,41 @@ class OpCost:
     matrix_math: bool = False
     precision: tuple[str, ...] = ()  # operand precisions as printed (DEFAULT / HIGH / HIGHEST)
     algorithm: str | None = None  # the dot algorithm when the op names one
+    # Bytes moved (read + written) in each memory space other than HBM that the op touches (TPU
+    # VMEM operands, sync flags, SMEM scalars, host memory), by the space's label (``vmem``,
+    # ``host``, ``S(2)``: ``profan.cost.bytes.space_label``): the rules of the HBM bytes applied
+    # to that space's arrays (``CostModel.estimate``).
+    other_space_bytes: dict[str, float] = field(default_factory=dict)
 
     @property
     def hbm_bytes(self) -> float:
         return self.hbm_bytes_read + self.hbm_bytes_written
+
+    @property
+    def roofline_bytes(self) -> float:
+        """The HBM bytes the roofline charges: XLA's accounting unless the op moves less (a
+        fused read of only what its outputs need, an in-place update)."""
+        return self.roofline_hbm_bytes if self.roofline_hbm_bytes is not None else self.hbm_bytes
+
+    @property
+    def bytes_by_space(self) -> dict[str, float]:
+        """Bytes moved in each memory space the op touches: ``hbm`` (the roofline's) first."""
+        return {"hbm": self.roofline_bytes, **dict(sorted(self.other_space_bytes.items()))}
+
+    @property
+    def all_space_bytes(self) -> float:
+        """Bytes moved in every memory space together: what XProf's "measured memory BW"
+        counts (the compiler's ``bytes_accessed``), where ``roofline_bytes`` is its HBM BW."""
+        return sum(self.bytes_by_space.values())
+
+    def scale_bytes(self, factor: float) -> None:
+        """Multiply every byte figure (HBM, the roofline's, the other spaces') by ``factor``."""
+        self.hbm_bytes_read *= factor
+        self.hbm_bytes_written *= factor
+        if self.roofline_hbm_bytes is not None:
+            self.roofline_hbm_bytes *= factor
+        for space in self.other_space_bytes:
+            self.other_space_bytes[space] *= factor
 
     def add(self, other: OpCost) -> None:
         """Accumulate FLOPs/transcendentals/bytes of ``other`` (``None`` is contagious)."""
@@ -65,6 +96,8 @@ class OpCost:
             self.transcendentals += other.transcendentals
         self.hbm_bytes_read += other.hbm_bytes_read
         self.hbm_bytes_written += other.hbm_bytes_written
+        for space, moved in other.other_space_bytes.items():
+            self.other_space_bytes[space] = self.other_space_bytes.get(space, 0.0) + moved
         self.ici_bytes += other.ici_bytes
         self.unknown = self.unknown or other.unknown
         self.flops_source = weaker_source(self.flops_source, other.flops_source)

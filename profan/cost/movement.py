@@ -110,42 +110,35 @@ def transpose(instruction: Instruction, model: CostContext, cost: OpCost) -> OpC
 
 
 def async_copy(instruction: Instruction, model: CostContext, cost: OpCost) -> OpCost:
-    """``copy-start``/``copy-done``: a DMA between memory spaces.
-
-    Between host memory (``S(5)``) and HBM the TPU compiler charges the moved array to both
-    halves (profan agrees: the PCIe transfer times the pair, and per-op figures match a trace).
-    Between HBM and an on-chip space (a prefetch into VMEM ``S(1)``, an eviction back) only the
-    HBM side costs HBM bytes, on the half that touches it: the start reads an HBM source, the done
-    writes an HBM destination (the golden v5p profile: ``copy-start`` of ``bf16[1,2048,2048]``
-    into ``S(1)`` reads 8 MiB of HBM, its ``copy-done`` none)."""
+    """``copy-start``/``copy-done``: a DMA between memory spaces.  The start reads the source,
+    the done writes the destination, each in the memory space it lives in (the TPU compiler's
+    per-op figures: the golden v5p profile's ``copy-start`` of ``bf16[1,2048,2048]`` from HBM
+    into ``S(1)`` reads 8 MiB of HBM and its ``copy-done`` writes 8 MiB of VMEM; on the v6e
+    trace a copy from host memory ``S(5)`` reads 5.37 GB of host memory on its start and writes
+    them to HBM on its done).  A copy within HBM moves the array on both halves."""
     start = instruction.opcode == "copy-start"
     cost.async_role = "start" if start else "done"
     # copy-start's result is (destination, source, context); copy-done's operand is that tuple
     pair = instruction.shape if start else model.operand_shape(instruction, 0)
     moved = model.operand_shape(instruction, 0) if start else instruction.shape
-    destination = source = None
+    destination = source = moved
     if pair is not None and pair.is_tuple and len(pair.tuple_shapes) >= 2:
         destination, source = pair.tuple_shapes[0], pair.tuple_shapes[1]
-    elif moved is not None:
-        destination = source = moved
-    spaces = {sizes.memory_space(s) for s in (destination, source) if s is not None}
+    spaces = sorted(sizes.spaces_of([destination, source]))
     if source is not None and sizes.memory_space(source) == HOST_MEMORY_SPACE:
         cost.transfer_direction = "to-device"
     elif destination is not None and sizes.memory_space(destination) == HOST_MEMORY_SPACE:
         cost.transfer_direction = "to-host"
     cost.host_transfer = cost.transfer_direction is not None
-    array = moved if moved is not None and moved.is_array else None
-    moved_bytes = float(sizes.logical_bytes(array)) if array is not None else 0.0
-    if cost.host_transfer or spaces == {sizes.HBM_MEMORY_SPACE}:
-        charged, how = moved_bytes, "moves"
+    if start:
+        cost.hbm_bytes_read, cost.hbm_bytes_written = float(size(source)), 0.0
     else:
-        hbm_side = source if start else destination
-        in_hbm = hbm_side is not None and sizes.in_hbm(hbm_side)
-        charged = moved_bytes if in_hbm else 0.0
-        how = ("reads" if start else "writes") + (" in HBM" if in_hbm else " on chip, no HBM byte")
-    cost.hbm_bytes_read, cost.hbm_bytes_written = (charged, 0.0) if start else (0.0, charged)
+        cost.hbm_bytes_read, cost.hbm_bytes_written = 0.0, float(size(destination))
+    array = moved if moved is not None and moved.is_array else None
+    moved_bytes = sizes.logical_bytes(array) if array is not None else 0
     cost.derivation.append(
-        f"{instruction.opcode}: {how} {moved_bytes:.0f} bytes between memory spaces "
-        f"{sorted(spaces)}"
+        f"{instruction.opcode}: a copy of {moved_bytes} bytes between memory spaces "
+        f"{[sizes.space_label(s) for s in spaces]}; the start reads the source, the done writes "
+        "the destination"
     )
     return cost

@@ -8,6 +8,16 @@ from __future__ import annotations
 
 # XLA's memory space for pinned host buffers (``S(5)`` in a layout).
 HOST_MEMORY_SPACE = 5
+# XLA's memory-space colours (Layout::memory_space): 0 is the device's main memory (HBM on
+# TPU/GPU, RAM on CPU), 1 TPU VMEM, 5 pinned host memory; other numbers are backend-specific
+# (on TPU: S(2) sync flags, S(4) and S(6) scalars in SMEM).
+MEMORY_SPACE_NAMES = {0: "device", 1: "vmem", HOST_MEMORY_SPACE: "host"}
+
+
+def memory_space_name(colour: int) -> str:
+    """``device``, ``vmem``, ``host``, or ``S(n)`` for a backend-specific space."""
+    return MEMORY_SPACE_NAMES.get(colour, f"S({colour})")
+
 
 # Elementwise math XLA's cost analysis counts as transcendental (one per output element).
 TRANSCENDENTAL_OPCODES = frozenset(

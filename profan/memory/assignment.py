@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from profan.hlo import views
 from profan.hlo.model import Instruction, Module, Shape
+from profan.hlo.opcodes import memory_space_name
 from profan.hlo.shapes import shape_to_text
 from profan.memory.heap import HeapEvent, HeapReplay, replay
 from profan.memory.model import (
@@ -34,7 +35,6 @@ from profan.memory.model import (
     Buffer,
     ProgramMemory,
     TimelinePoint,
-    memory_space_name,
 )
 
 

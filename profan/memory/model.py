@@ -23,14 +23,6 @@ KINDS = (PARAMETER, OUTPUT, ALIASED, TEMPORARY, CONSTANT, THREAD_LOCAL)
 SOURCE_BUFFER_ASSIGNMENT = "buffer-assignment"
 SOURCE_ESTIMATE = "estimate"
 
-# XLA's memory-space colours (Layout::memory_space): 0 is the device's main memory (HBM on
-# TPU/GPU, RAM on CPU), 1 TPU VMEM, 5 pinned host memory; other numbers are backend-specific.
-MEMORY_SPACE_NAMES = {0: "device", 1: "vmem", 5: "host"}
-
-
-def memory_space_name(colour: int) -> str:
-    return MEMORY_SPACE_NAMES.get(colour, f"S({colour})")
-
 
 @dataclass(frozen=True, slots=True)
 class Buffer:
@@ -107,7 +99,7 @@ class ProgramMemory:
     """Memory of one program in one memory space."""
 
     module: str  # module key (``name(program_id)`` for traces) or module name
-    memory_space: str  # see memory_space_name
+    memory_space: str  # profan.hlo.opcodes.memory_space_name
     source: str  # SOURCE_BUFFER_ASSIGNMENT | SOURCE_ESTIMATE
     argument_bytes: int
     output_bytes: int

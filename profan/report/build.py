@@ -54,6 +54,13 @@ def _optional_int(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
+def _spaces(value: Any) -> dict[str, float] | None:
+    """An op's bytes per memory space (the scorer's dict), or None."""
+    if not isinstance(value, dict):
+        return None
+    return {str(space): _number(moved) for space, moved in value.items()}
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -179,6 +186,7 @@ def _entries(
             t_transcendental_s=_number(record.get("t_transcendental_s")),
             trace_flops=_optional(record.get("trace_flops")),
             trace_bytes=_optional(record.get("trace_bytes")),
+            bytes_by_space=_spaces(record.get("bytes_by_space")),
             faster_executions=_optional_int(record.get("faster_executions")) or None,
             note=_text(record.get("note")),
             program=module_key or None,

@@ -62,7 +62,8 @@ def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Fin
 
 # How a FLOPs or bytes figure shows where it came from (``hlo``: no mark).
 SOURCE_MARKS = {"backend-config": "(c)", "cost-estimate": "(e)", "trace": "(t)",
-                "shape-signature": "(s)", "lower-bound": "≥", "unknown": "?"}  # fmt: skip
+                "shape-signature": "(s)", "upper-bound": "≤", "lower-bound": "≥",
+                "unknown": "?"}  # fmt: skip
 # The trace's own figure is shown beside profan's when they differ by more than this factor.
 TRACE_DISAGREES = 2.0
 
@@ -71,8 +72,8 @@ def _marked(value: float | None, source: str | None, unit: str) -> str:
     if source == "unknown":
         return "?"
     text = si(value, unit)
-    if source == "lower-bound":
-        return "≥" + text
+    if source in ("lower-bound", "upper-bound"):
+        return SOURCE_MARKS[source] + text
     mark = SOURCE_MARKS.get(source or "")
     return f"{text}{mark}" if mark else text
 
@@ -96,7 +97,7 @@ def flops_lines(op: OpEntry) -> list[str]:
 def bytes_lines(op: OpEntry) -> list[str]:
     """The bytes cell (HBM + interconnect), marked like ``flops_lines``."""
     lines = [_marked(op.hbm_bytes + op.ici_bytes, op.bytes_source, "B")]
-    if _disagrees(op.hbm_bytes, op.trace_bytes):
+    if _disagrees(op.all_space_bytes, op.trace_bytes):
         lines.append(f"trace {si(op.trace_bytes, 'B')}")
     return lines
 
@@ -106,7 +107,7 @@ def sources_legend(ops: list[OpEntry]) -> str | None:
     used = {source for op in ops for source in (op.flops_source, op.bytes_source) if source}
     marks = [(SOURCE_MARKS[s], SOURCE_MEANINGS.get(s, s)) for s in SOURCE_MARKS if s in used]
     trace = any(
-        _disagrees(op.flops, op.trace_flops) or _disagrees(op.hbm_bytes, op.trace_bytes)
+        _disagrees(op.flops, op.trace_flops) or _disagrees(op.all_space_bytes, op.trace_bytes)
         for op in ops
     )
     if not marks and not trace:

@@ -67,9 +67,14 @@ class OpEntry:
     # the transcendentals (exp, log, tanh, …) at the chip's transcendental rate; 0 without any,
     # or when the chip has no rate (then chip.figure_sources says "unknown")
     t_transcendental_s: float = 0.0
-    # the profiler's own figures (totals like flops/hbm_bytes) where the trace has them
+    # the profiler's own figures (totals like flops/hbm_bytes) where the trace has them; a TPU
+    # trace's bytes count every memory space (compare with ``all_space_bytes``)
     trace_flops: float | None = None
     trace_bytes: float | None = None
+    # bytes moved in each memory space the op touches, over its executions: ``hbm`` (=
+    # ``hbm_bytes``) and, where it touches them, ``vmem``, ``host``, ``S(n)``; None in reports
+    # written before it existed
+    bytes_by_space: dict[str, float] | None = None
     # executions that ran faster than the roofline allows (zero-length events, on-chip caches,
     # split events), and the scorer's words on why
     faster_executions: int | None = None
@@ -100,6 +105,11 @@ class OpEntry:
     @property
     def achieved_flops_per_s(self) -> float:
         return self.flops / self.measured_s if self.measured_s > 0 else 0.0
+
+    @property
+    def all_space_bytes(self) -> float:
+        """Bytes moved in every memory space (HBM alone for reports that predate the split)."""
+        return sum(self.bytes_by_space.values()) if self.bytes_by_space else self.hbm_bytes
 
     @property
     def intensity(self) -> float:

@@ -51,13 +51,10 @@ class Accounting:
             cost.flops /= cores
         if cost.transcendentals is not None:
             cost.transcendentals /= cores
-        cost.hbm_bytes_read /= cores
-        cost.hbm_bytes_written /= cores
-        if cost.roofline_hbm_bytes is not None:
-            cost.roofline_hbm_bytes /= cores
+        cost.scale_bytes(1 / cores)
         cost.derivation.append(
-            f"per-TensorCore trace: one core's share (1/{self.cores}) of the op's FLOPs and HBM "
-            "bytes, against one core's peaks"
+            f"per-TensorCore trace: one core's share (1/{self.cores}) of the op's FLOPs and bytes "
+            "(in every memory space), against one core's peaks"
         )
         return cost
 

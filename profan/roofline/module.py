@@ -24,6 +24,7 @@ MODULE_COLUMNS = (
     "module", "computation", "name", "opcode", "category", "occurrences", "flops", "hbm_bytes",
     "ici_bytes", "intensity", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s",
     "t_transcendental_s", "roofline_s", "bound_by", "dtype", "occurrences_exact", "derivation",
+    "bytes_by_space",
 )  # fmt: skip
 
 
@@ -81,6 +82,9 @@ def score_module(
                     "dtype": cost.dtype,
                     "occurrences_exact": scheduled.count_is_exact,
                     "derivation": "; ".join(cost.derivation + times.notes),
+                    "bytes_by_space": {
+                        space: moved * count for space, moved in cost.bytes_by_space.items()
+                    },
                 }
             )
     frame = pd.DataFrame(rows, columns=list(MODULE_COLUMNS))

@@ -45,7 +45,7 @@ OP_COLUMNS = (
     "efficiency", "source", "cost_source", "flops_source", "bytes_source", "peak", "trace_flops",
     "trace_bytes", "dtype", "async_role", "link", "module_key",
     "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
-    "collective", "note", "faster_executions", "derivation",
+    "collective", "note", "faster_executions", "derivation", "bytes_by_space",
 )  # fmt: skip
 
 
@@ -142,9 +142,16 @@ def per_op_rows(
             cost.flops, cost.flops_source, trace_flops, what="FLOPs"
         )
         model_bytes = roofline_bytes(cost) if cost.bytes_source != "unknown" else None
-        hbm_bytes, bytes_source, bytes_note = reconcile(
-            model_bytes, cost.bytes_source, trace_bytes, what="bytes"
+        # the trace's bytes_accessed counts every memory space: held to profan's all-space
+        # figure, and the HBM share is what the other spaces leave of it
+        elsewhere = cost.all_space_bytes - roofline_bytes(cost)
+        all_bytes, bytes_source, bytes_note = reconcile(
+            None if model_bytes is None else model_bytes + elsewhere,
+            cost.bytes_source,
+            trace_bytes,
+            what="bytes",
         )
+        hbm_bytes = None if all_bytes is None else max(all_bytes - elsewhere, 0.0)
         cost.flops, cost.flops_source, cost.bytes_source = flops, flops_source, bytes_source
         if hbm_bytes is not None and hbm_bytes != model_bytes:
             cost.hbm_bytes_read, cost.hbm_bytes_written = hbm_bytes, 0.0
@@ -219,6 +226,9 @@ def per_op_rows(
                 "note": None,  # profan.roofline.checks explains ops faster than the model
                 "faster_executions": 0,
                 "derivation": "; ".join(derivation),
+                "bytes_by_space": {
+                    space: moved * occurrences for space, moved in cost.bytes_by_space.items()
+                },
             }
         )
     frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))

@@ -55,7 +55,7 @@ def crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
 
 def roofline_bytes(cost: OpCost) -> float:
     """HBM bytes the roofline charges: XLA's accounting unless the op moves less (in place)."""
-    return cost.roofline_hbm_bytes if cost.roofline_hbm_bytes is not None else cost.hbm_bytes
+    return cost.roofline_bytes
 
 
 def compute_peak(cost: OpCost, chip: Chip, notes: list[str]) -> tuple[float, str]:
@@ -113,8 +113,8 @@ def op_times(
     t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
     t_ici = 0.0
     t_host = 0.0
-    if cost.host_transfer:
-        t_host, t_hbm = cost.hbm_bytes / chip.pcie_bytes_per_s, 0.0
+    if cost.host_transfer:  # the half's bytes, in host memory or in HBM, cross PCIe
+        t_host, t_hbm = cost.all_space_bytes / chip.pcie_bytes_per_s, 0.0
         notes.append("host <-> device copy: PCIe bandwidth")
     info = cost.collective
     if info is not None and info.group_size > 1:

@@ -8,7 +8,9 @@ are not nodes: they appear only as operands (``%param_3.71``) with their shapes 
 folds ops with the same fused computation into one node ``X and its duplicate(s)``: either its
 children are the members (each an op node with its body) or, where the members were dropped,
 the representative's body itself.  A node's ``metrics`` (when the file kept them) give totals
-over its occurrences: ``rawTime`` (ps), ``rawFlops``, ``rawBytesAccessedArray`` (HBM first).
+over its occurrences: ``rawTime`` (ps), ``rawFlops``, ``rawBytesAccessedArray`` (XProf's
+``op_profile_builder``: the bytes in HBM, then those read and those written in the on-chip
+memories, every memory space but HBM its breakdown lists).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class OpMetrics:
     time_s: float
     flops: float
     hbm_bytes: float
+    on_chip_read_bytes: float = 0.0
+    on_chip_write_bytes: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +124,15 @@ def _metrics(node: dict[str, Any]) -> OpMetrics | None:
         return None
     occurrences = int(metrics.get("occurrences") or 0)
     per = max(occurrences, 1)
-    raw_bytes = metrics.get("rawBytesAccessedArray") or [0.0]
+    raw_bytes = [float(b or 0.0) / per for b in metrics.get("rawBytesAccessedArray") or []]
+    hbm, read, written = [*raw_bytes, 0.0, 0.0, 0.0][:3]
     return OpMetrics(
         occurrences=occurrences,
         time_s=float(metrics.get("rawTime") or 0.0) * 1e-12 / per,
         flops=float(metrics.get("rawFlops") or 0.0) / per,
-        hbm_bytes=float(raw_bytes[0] or 0.0) / per,
+        hbm_bytes=hbm,
+        on_chip_read_bytes=read,
+        on_chip_write_bytes=written,
     )
 
 

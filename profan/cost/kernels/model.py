@@ -32,7 +32,7 @@ SOURCE_MEANINGS: dict[str, str] = {
     "trace": "the profiler's own per-op figure",
     "shape-signature": "read from the operand shapes (a matmul or attention by its shapes)",
     "upper-bound": "an upper bound: a fusion seen without its body is charged every operand "
-    "and result in full",
+    "and result in full; an attention kernel's block mask (operand data) counted full",
     "lower-bound": "a lower bound (operands plus results; attention with an unknown mask)",
     "unknown": "not known: no model for this kernel",
 }
@@ -75,6 +75,9 @@ class KernelCost:
     # chip's matrix peak for the dtype and precision; elementwise-like kernels are not
     matrix_math: bool = False
     rule: str = ""  # the registry entry that matched ("" = none)
+    # "start" | "done": the call marks one half of an asynchronous pair (XLA TPU's
+    # AsyncCollectiveStart/Done inside an async-collective fusion)
+    async_role: str | None = None
     derivation: list[str] = field(default_factory=list)
 
     @property

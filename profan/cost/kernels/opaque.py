@@ -102,7 +102,13 @@ def per_element(call: KernelCall, params: Params) -> KernelCost:
 
 
 def no_work(call: KernelCall, params: Params) -> KernelCost:
-    """Annotations (sharding, placement, markers): no math, no data moved."""
+    """Annotations (sharding, placement, markers): no math, no data moved.  ``async_role``
+    (start | done): the marker makes the op that holds it one half of an asynchronous pair."""
     cost = KernelCost(0.0, 0.0, 0.0, 0.0, "hlo", "hlo", model="no-work")
-    cost.derivation.append("an annotation: no work of its own")
+    role = params.get("async_role")
+    cost.async_role = str(role) if role in ("start", "done") else None
+    cost.derivation.append(
+        "an annotation: no work of its own"
+        + (f" (marks the {role} of an asynchronous pair)" if cost.async_role else "")
+    )
     return cost
