@@ -5,8 +5,10 @@ The syntax is in ``grammars/hlo.lark`` (LALR).  The model is built *during* the 
 The builder (``profan.hlo.builder``) makes the model; attribute values stay raw text, decoded
 on demand by ``profan.hlo.views``.
 
-Every failure becomes ``profan.errors.HloSyntaxError`` with file, line, column, the offending
-line and what was expected.
+Text that does not parse becomes ``profan.errors.HloSyntaxError`` with file, line, column, the
+offending line and what was expected: Lark's ``UnexpectedInput`` and the builder's own
+deliberate errors.  Any other exception out of the builder is a bug in profan and propagates as
+it is (the CLI reports it as an internal error, exit 3), never as the user's syntax error.
 """
 
 from __future__ import annotations
@@ -169,8 +171,14 @@ def _end_of_input(text: str, file: str | None, expected: Any) -> HloSyntaxError:
     )
 
 
+# What text that does not parse raises during a parse: Lark's errors, the builder's deliberate
+# ones, and nesting deeper than Python's stack.
+_SYNTAX_ERRORS = (UnexpectedInput, HloSyntaxError, RecursionError)
+
+
 def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
-    """Any failure during a parse, as an ``HloSyntaxError``."""
+    """A syntax error found during a parse (one of ``_SYNTAX_ERRORS``), as an
+    ``HloSyntaxError`` placed in ``file``."""
     if isinstance(error, HloSyntaxError):
         found = error
         return HloSyntaxError(
@@ -222,15 +230,18 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
             column=getattr(error, "column", None),
             text=_line_text(text, getattr(error, "line", None)),
         )
-    if isinstance(error, RecursionError):
-        return HloSyntaxError("input nested too deeply", file=file)
-    return HloSyntaxError(f"could not build the model ({type(error).__name__}: {error})", file=file)
+    return HloSyntaxError("input nested too deeply", file=file)
 
 
-def _unwrap(error: Exception) -> Exception:
+def _syntax_error(error: Exception, text: str, file: str | None) -> HloSyntaxError:
+    """``error`` (raised while parsing ``text``) as the user's syntax error; anything else is
+    a bug in profan, re-raised unchanged."""
     # Lark wraps exceptions raised inside callbacks in VisitError on some paths.
     inner = getattr(error, "orig_exc", None)
-    return inner if isinstance(inner, Exception) else error
+    found = inner if isinstance(inner, Exception) else error
+    if not isinstance(found, _SYNTAX_ERRORS):
+        raise found
+    return _translate(found, text, file)
 
 
 def parse_module(text: str, *, file: str | None = None) -> Module:
@@ -243,7 +254,7 @@ def parse_module(text: str, *, file: str | None = None) -> Module:
     try:
         module = module_parser.parse(text)
     except Exception as error:
-        raise _translate(_unwrap(error), text, file) from None
+        raise _syntax_error(error, text, file) from None
     finally:
         builder.reset()
     return module
@@ -259,6 +270,6 @@ def parse_instruction(line: str) -> Instruction:
     try:
         return line_parser.parse(line.strip())
     except Exception as error:
-        raise _translate(_unwrap(error), line.strip(), None) from None
+        raise _syntax_error(error, line.strip(), None) from None
     finally:
         builder.reset()
