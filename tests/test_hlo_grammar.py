@@ -40,14 +40,14 @@ def _compiled(literal: str) -> str:
     # behind a fixed '@': Lark refuses a terminal that may match nothing on its own
     parser = Lark(f'start: RUN\nRUN: "@" _RUN\n_RUN: {literal}\n', parser="lalr")
     pattern = parser.get_terminal("RUN").pattern.to_regexp()
-    assert pattern.startswith("@[")
+    assert pattern.startswith("@")
     return pattern[1:]
 
 
-def _members(pattern: str) -> str:
-    """The characters of ``_ALL`` that one character set (quantifier dropped) accepts."""
-    one = re.sub(r"(?:[*+]\+?)$", "", pattern)
-    return "".join(re.findall(one, _ALL))
+def _rejected(pattern: str) -> str:
+    """The characters of ``_ALL`` that a run pattern does not take (every run it matches
+    removed)."""
+    return re.sub(pattern, "", _ALL)
 
 
 def test_every_run_terminal_is_checked() -> None:
@@ -55,13 +55,15 @@ def test_every_run_terminal_is_checked() -> None:
 
 
 @pytest.mark.parametrize("name", _RUN_NAMES)
-def test_range_set_equals_its_negated_form(name: str) -> None:
+def test_run_takes_what_its_negated_form_takes(name: str) -> None:
     literal, negated = _runs()[name]
     fast = _compiled(literal)
-    assert "^" not in fast[:2], "the fast form is a set of ranges, not a negated set"
     # the same repeat, possessive as in the comment
     assert fast[-2:] == negated[-2:] and fast[-2:] in ("*+", "++")
-    accepted = _members(fast)
-    expected = _members(negated)
-    assert len(expected) > 1_000_000
-    assert accepted == expected
+    rejected = _rejected(fast)
+    assert len(rejected) < 10
+    assert rejected == _rejected(negated)
+    # No range reaches past Latin-1: Python's regex compiler walks every code point of a range
+    # (up to \uffff) in Python, milliseconds per set, and the grammar repeats these sets
+    # thousands of times across its lexer states.
+    assert max(map(ord, fast)) <= 0xFF
