@@ -595,7 +595,7 @@ def test_a_builder_bug_is_an_internal_error_not_a_syntax_error(
     def broken(self: ModelBuilder, *args: object, **kwargs: object) -> None:
         raise KeyError("injected by the test")
 
-    monkeypatch.setattr(ModelBuilder, "_make", broken)
+    monkeypatch.setattr(ModelBuilder, "_operand_list", broken)
     with pytest.raises(KeyError, match="injected by the test"):
         parse_module(path.read_text(), file=path.name)
     with pytest.raises(KeyError, match="injected by the test"):

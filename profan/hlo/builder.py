@@ -83,6 +83,8 @@ class ModelBuilder:
         # Memo tables are per parse so a long-lived process does not grow without bound.
         self._operand_memo = {}
         self._operand_list_memo: dict[str, tuple[Operand, ...]] = {}
+        # attribute text -> its (key, value) pairs, when it holds no inline computation
+        self._attributes_memo: dict[str, tuple[tuple[str, str], ...]] = {}
         self._shapes = {}
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
@@ -141,62 +143,55 @@ class ModelBuilder:
             self._operand_memo[token] = operand
         return operand
 
-    def _operand_list(
-        self, token: Token | str, anchor: Token | None = None
-    ) -> tuple[list[Operand], str]:
-        """The operands of one OPERANDS token (``f32[2]{0} %a, %b), k=v``) and the text of
-        the attributes that follow them."""
+    def _named_operand(self, item: str) -> Operand:
+        """The operand one item of a names-only list stands for (``" %add.1"``)."""
+        operand = self._operand_memo.get(item)
+        if operand is None:
+            operand = Operand(item.strip().lstrip("%"), None)
+            self._operand_memo[item] = operand
+        return operand
+
+    def _operand_list(self, text: str, start: int, anchor: Any) -> tuple[list[Operand], int]:
+        """The operands written in ``text`` from ``start`` (just past the opcode's '(') to
+        their ')', and where the text after that ')' starts (its attributes)."""
         assert self.operand_item is not None and self.operand_list is not None
-        text = value_of(token)
-        if anchor is None:
-            anchor = token  # type: ignore[assignment]
-        end = self.operand_list.match(text).end()  # type: ignore[union-attr]
-        operand_text = text[:end]
-        # Operand lists repeat (`%param_0, %param_1)` in every fused computation): decode once.
-        known = self._operand_list_memo.get(operand_text)
-        if known is None and "[" not in operand_text and "/" not in operand_text:
-            # names alone (`%a, %b)`): a split is enough
-            body = operand_text[: operand_text.rindex(")")].strip()
-            known = (
-                tuple(Operand(item.strip().lstrip("%"), None) for item in body.split(","))
-                if body
-                else ()
-            )
-            self._operand_list_memo[operand_text] = known
-        elif known is None:
-            items = COMMENT.sub(" ", operand_text) if "/" in operand_text else operand_text
+        close = text.find(")", start)
+        listed = text[start:close]
+        if close >= 0 and "[" not in listed and "/" not in listed:
+            # names alone (`%a, %b`): with no shape or comment the first ')' closes the list.
+            # Lists repeat (`%param_0, %param_1` in every fused computation): decode once.
+            known = self._operand_list_memo.get(listed)
+            if known is None:
+                items = listed.split(",") if listed and not listed.isspace() else ()
+                known = tuple(map(self._named_operand, items))
+                self._operand_list_memo[listed] = known
+            return list(known), close + 1
+        end = self.operand_list.match(text, start).end()  # type: ignore[union-attr]
+        listed = text[start:end]
+        known = self._operand_list_memo.get(listed)
+        if known is None:
+            items_text = COMMENT.sub(" ", listed) if "/" in listed else listed
             known = tuple(
                 self._operand(match.group(0), anchor)
-                for match in self.operand_item.finditer(items, 0, len(items) - 1)
+                for match in self.operand_item.finditer(items_text, 0, len(items_text) - 1)
             )
-            self._operand_list_memo[operand_text] = known
-        return list(known), text[end:]
+            self._operand_list_memo[listed] = known
+        return list(known), end
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
         first = children[0]
         if first.type == "INSTRUCTION":
-            # the whole line: split off `[ROOT] %name = shape opcode(` as INSTR_HEAD would
-            text = value_of(first)
-            head = self.instr_head.match(text)  # type: ignore[union-attr]
-            if head is None:  # the grammar's token and instr_head disagree: a bug
-                raise error_at(first, "cannot split the instruction head")
-            head_end = head.end()
-            root_word, name, shape_text, opcode = head.groups()
-            is_root = root_word is not None
-            shape = self._shape(shape_text, first)
-            instruction = self._make(
-                name.lstrip("%"), shape, opcode, first, [], operands_text=text[head_end:]
-            )
+            instruction = self._whole_line(first)
         elif first.type == "INSTR_HEAD":
             # `[ROOT] %name = shape opcode(` in one token
             head = _HEAD.fullmatch(bare(first))
-            if head is None:  # the grammar's token and _HEAD disagree: a bug, reported as such
-                raise error_at(first, "cannot split the instruction head")
+            if head is None:
+                raise RuntimeError(f"the grammar's INSTR_HEAD and _HEAD disagree on {first!r}")
             root_word, name, shape_text, opcode = head.groups()
-            is_root = root_word is not None
             shape = self._shape(shape_text, first)
             instruction = self._make(name.lstrip("%"), shape, opcode, first, children[1:])
+            instruction.is_root = root_word is not None
         else:
             index = 0
             is_root = first.type == "ROOT"
@@ -205,10 +200,32 @@ class ModelBuilder:
             name_token = children[index]
             name = bare(name_token)[:-1].rstrip().lstrip("%")  # the token is `%name =`
             instruction = self._build(name, children[index + 1 :])
-        instruction.is_root = is_root
+            instruction.is_root = is_root
         if nested:
             return [*nested, instruction]
         return instruction
+
+    def _whole_line(self, token: Token) -> Instruction:
+        """The commonest instruction, one INSTRUCTION token: `[ROOT] %name = shape opcode(`
+        (split off as INSTR_HEAD would be), a names-only or plain operand list, attributes."""
+        text = value_of(token)
+        head = self.instr_head.match(text)  # type: ignore[union-attr]
+        if head is None:
+            raise RuntimeError(f"the grammar's INSTRUCTION and instr_head disagree on {text!r}")
+        root_word, name, shape_text, opcode = head.groups()
+        shape = self._shapes.get(shape_text)
+        if shape is None:
+            shape = self._shape(shape_text, token)
+        name = name.lstrip("%")
+        operands, end = self._operand_list(text, head.end(), token)
+        attributes: dict[str, str] = {}
+        if end < len(text):
+            self._attributes(name, token, text[end:], attributes)
+        if opcode == "parameter" or opcode == "constant":
+            instruction = self._make(name, shape, opcode, token, [], operands, attributes)
+            instruction.is_root = root_word is not None
+            return instruction
+        return Instruction(name, opcode, shape, operands, attributes, root_word is not None)
 
     def nested_instruction(self, children: list) -> Operand:
         self._anonymous += 1
@@ -245,14 +262,15 @@ class ModelBuilder:
         opcode: str,
         opcode_token: Token,
         children: list,
-        operands_text: str | None = None,
+        operands: list[Operand] | None = None,
+        attributes: dict[str, str] | None = None,
     ) -> Instruction:
-        operands: list[Operand] = []
-        attributes: dict[str, str] = {}
-        if operands_text is not None:  # the OPERANDS part of an INSTRUCTION token
-            operands, attribute_text = self._operand_list(operands_text, opcode_token)
-            if attribute_text:
-                self._attributes(name, opcode_token, attribute_text, attributes)
+        """An instruction from the children of its rule (after the opcode), or from the
+        ``operands`` and ``attributes`` already read off an INSTRUCTION token."""
+        if operands is None:
+            operands = []
+        if attributes is None:
+            attributes = {}
         literal = None
         elided = False
         elided_count = None
@@ -270,10 +288,11 @@ class ModelBuilder:
                 count = bare(child)[3:]
                 elided_count = int(count[2:-1]) if count else None
             elif child.type == "OPERANDS":
-                listed, attribute_text = self._operand_list(child)
+                text = value_of(child)
+                listed, end = self._operand_list(text, 0, child)
                 operands.extend(listed)
-                if attribute_text:
-                    self._attributes(name, child, attribute_text, attributes)
+                if end < len(text):
+                    self._attributes(name, child, text[end:], attributes)
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTRS":
@@ -307,9 +326,22 @@ class ModelBuilder:
 
     def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
         """Add the ``, key=value`` attributes in ``text`` (one or more ATTR matches)."""
+        known = self._attributes_memo.get(text)
+        if known is not None:  # the same attributes as an instruction before (no inline body)
+            if attributes:
+                for key, value in known:
+                    if key in attributes:
+                        raise error_at(token, f"attribute {key!r} given twice")
+                    attributes[key] = value
+            else:
+                attributes.update(known)
+            if "control-predecessors" in attributes:
+                self._predecessors = True
+            return
         assert self.attr_item is not None
         key_at = _ATTR_KEY.match
         find = text.find
+        pairs = []
         for match in self.attr_item.finditer(text):
             start, end = match.span()
             # `, key=value`: the key runs to the first '=' unless a comment leads it
@@ -320,16 +352,21 @@ class ModelBuilder:
                 key = found.group(1)  # type: ignore[union-attr]
                 equals = found.end() - 1  # type: ignore[union-attr]
             value = text[equals + 1 : end].strip()
-            if "/*" in value or "//" in value:
+            if "/" in value and ("/*" in value or "//" in value):
                 value = strip_comments(value).strip()
             if key in attributes:
                 raise error_at(token, f"attribute {key!r} given twice")
             if key == "control-predecessors":
                 self._predecessors = True
-            if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
+            elif key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
                 value = self._inline_computation(f"{name}.{key}", token, value)
                 self._generated[id(self._inline[-1])] = [(attributes, key)]
+                pairs = None  # a computation of its own: never shared
             attributes[key] = value
+            if pairs is not None:
+                pairs.append((key, value))
+        if pairs is not None:
+            self._attributes_memo[text] = tuple(pairs)
 
     def _inline_computation(self, name: str, token: Token, value: str) -> str:
         """Parse ``{ instructions }`` given as an attribute value; returns ``%name`` for it."""
