@@ -627,3 +627,35 @@ def test_a_malformed_dump_stays_a_syntax_error_with_its_position(
     where = f"synthetic_stray_percent.txt:{number + 1}:{caught.value.column}"
     assert f"{where}: HLO syntax error" in err
     assert "expected one of" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (
+            ", rhs_contracting_dims={0},",
+            ", rhs_contracting_dims={0}, rhs_contracting_dims={0},",
+            "given twice",
+        ),
+        (
+            "f32[512,1024]{1,0} parameter(1)\n  ROOT",
+            "f32[512,1024]{1,,0} parameter(1)\n  ROOT",
+            "bad shape",
+        ),
+    ],
+)
+def test_an_error_in_a_run_of_lines_names_its_own_line(
+    fixtures_dir: Path, old: str, new: str, reason: str
+) -> None:
+    # The lines of a computation in the commonest form lex as one token; an error the builder
+    # finds on the third of them is still placed on that line (a synthetic corner case made
+    # from a real dump).
+    text = (fixtures_dir / _MATMUL_DUMP).read_text()
+    assert text.count(old) == 1
+    broken = text.replace(old, new)
+    number = broken[: broken.index(new)].count("\n") + 1
+    line = broken.splitlines()[number - 1]
+    assert line.lstrip().startswith(("ROOT %dot_general.0", "%param_1"))
+    with pytest.raises(HloSyntaxError, match=reason) as caught:
+        parse_module(broken, file="synthetic.txt")
+    assert (caught.value.line, caught.value.column) == (number, len(line) - len(line.lstrip()) + 1)

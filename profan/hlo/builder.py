@@ -67,6 +67,35 @@ class _Signature:
 _SIGNATURE = _Signature()
 
 
+class _LineAnchor:
+    """Where one line of an INSTRUCTIONS token starts, placed like a token of its own when an
+    error needs its line and column (only then is the position worked out)."""
+
+    __slots__ = ("offset", "token")
+
+    def __init__(self, token: Token, offset: int) -> None:
+        self.token = token
+        self.offset = offset
+
+    @property
+    def value(self) -> str:
+        return value_of(self.token)[self.offset :]
+
+    @property
+    def line(self) -> int | None:
+        line = getattr(self.token, "line", None)
+        return None if line is None else line + value_of(self.token).count("\n", 0, self.offset)
+
+    @property
+    def column(self) -> int | None:
+        column = getattr(self.token, "column", None)
+        text = value_of(self.token)
+        newline = text.rfind("\n", 0, self.offset)
+        if newline >= 0:
+            return self.offset - newline
+        return None if column is None else column + self.offset
+
+
 class ModelBuilder:
     """Lark callbacks, one per grammar rule, each given the rule's children."""
 
@@ -83,8 +112,6 @@ class ModelBuilder:
         # Memo tables are per parse so a long-lived process does not grow without bound.
         self._operand_memo = {}
         self._operand_list_memo: dict[str, tuple[Operand, ...]] = {}
-        # attribute text -> its (key, value) pairs, when it holds no inline computation
-        self._attributes_memo: dict[str, tuple[tuple[str, str], ...]] = {}
         self._shapes = {}
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
@@ -182,7 +209,7 @@ class ModelBuilder:
         nested, self._pending = self._pending, []
         first = children[0]
         if first.type == "INSTRUCTION":
-            instruction = self._whole_line(first)
+            instruction = self._whole_line(value_of(first), 0, first)[0]
         elif first.type == "INSTR_HEAD":
             # `[ROOT] %name = shape opcode(` in one token
             head = _HEAD.fullmatch(bare(first))
@@ -205,27 +232,38 @@ class ModelBuilder:
             return [*nested, instruction]
         return instruction
 
-    def _whole_line(self, token: Token) -> Instruction:
-        """The commonest instruction, one INSTRUCTION token: `[ROOT] %name = shape opcode(`
-        (split off as INSTR_HEAD would be), a names-only or plain operand list, attributes."""
+    def instructions(self, children: list) -> list[Instruction]:
+        """A run of INSTRUCTION lines in one INSTRUCTIONS token, read line by line."""
+        token = children[0]
         text = value_of(token)
-        head = self.instr_head.match(text)  # type: ignore[union-attr]
+        found = []
+        at = 0
+        while at < len(text):
+            instruction, at = self._whole_line(text, at, _LineAnchor(token, at))
+            found.append(instruction)
+        return found
+
+    def _whole_line(self, text: str, at: int, anchor: Any) -> tuple[Instruction, int]:
+        """The instruction of the INSTRUCTION line at ``at`` in ``text``, and where it ends:
+        `[ROOT] %name = shape opcode(` (split off as INSTR_HEAD would be), a names-only or
+        plain operand list, attributes.  Errors are placed at ``anchor``."""
+        head = self.instr_head.match(text, at)  # type: ignore[union-attr]
         if head is None:
-            raise RuntimeError(f"the grammar's INSTRUCTION and instr_head disagree on {text!r}")
+            line = text[at : at + 200]
+            raise RuntimeError(f"the grammar's INSTRUCTION and instr_head disagree on {line!r}")
         root_word, name, shape_text, opcode = head.groups()
         shape = self._shapes.get(shape_text)
         if shape is None:
-            shape = self._shape(shape_text, token)
+            shape = self._shape(shape_text, anchor)
         name = name.lstrip("%")
-        operands, end = self._operand_list(text, head.end(), token)
+        operands, at = self._operand_list(text, head.end(), anchor)
         attributes: dict[str, str] = {}
-        if end < len(text):
-            self._attributes(name, token, text[end:], attributes)
+        at = self._attributes(name, anchor, text, at, attributes)
         if opcode == "parameter" or opcode == "constant":
-            instruction = self._make(name, shape, opcode, token, [], operands, attributes)
+            instruction = self._make(name, shape, opcode, anchor, [], operands, attributes)
             instruction.is_root = root_word is not None
-            return instruction
-        return Instruction(name, opcode, shape, operands, attributes, root_word is not None)
+            return instruction, at
+        return Instruction(name, opcode, shape, operands, attributes, root_word is not None), at
 
     def nested_instruction(self, children: list) -> Operand:
         self._anonymous += 1
@@ -291,12 +329,11 @@ class ModelBuilder:
                 text = value_of(child)
                 listed, end = self._operand_list(text, 0, child)
                 operands.extend(listed)
-                if end < len(text):
-                    self._attributes(name, child, text[end:], attributes)
+                self._attributes(name, child, text, end, attributes)
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTRS":
-                self._attributes(name, child, value_of(child), attributes)
+                self._attributes(name, child, value_of(child), 0, attributes)
             elif child.type == "LITERAL":
                 literal = bare(child).strip()
                 if "/*" in literal or "//" in literal:
@@ -324,34 +361,24 @@ class ModelBuilder:
             elided_operand_count=elided_count,
         )
 
-    def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
-        """Add the ``, key=value`` attributes in ``text`` (one or more ATTR matches)."""
-        known = self._attributes_memo.get(text)
-        if known is not None:  # the same attributes as an instruction before (no inline body)
-            if attributes:
-                for key, value in known:
-                    if key in attributes:
-                        raise error_at(token, f"attribute {key!r} given twice")
-                    attributes[key] = value
-            else:
-                attributes.update(known)
-            if "control-predecessors" in attributes:
-                self._predecessors = True
-            return
+    def _attributes(self, name: str, token: Any, text: str, at: int, attributes: dict) -> int:
+        """Add the ``, key=value`` attributes written one after another in ``text`` from
+        ``at``; returns where they end."""
         assert self.attr_item is not None
+        attribute_at = self.attr_item.match
         key_at = _ATTR_KEY.match
         find = text.find
-        pairs = []
-        for match in self.attr_item.finditer(text):
-            start, end = match.span()
+        match = attribute_at(text, at)
+        while match is not None:
+            start, at = match.span()
             # `, key=value`: the key runs to the first '=' unless a comment leads it
-            equals = find("=", start, end)
+            equals = find("=", start, at)
             key = text[start:equals].strip(_KEY_BLANKS)
             if "/" in key:
                 found = key_at(text, start)
                 key = found.group(1)  # type: ignore[union-attr]
                 equals = found.end() - 1  # type: ignore[union-attr]
-            value = text[equals + 1 : end].strip()
+            value = text[equals + 1 : at].strip()
             if "/" in value and ("/*" in value or "//" in value):
                 value = strip_comments(value).strip()
             if key in attributes:
@@ -361,12 +388,9 @@ class ModelBuilder:
             elif key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
                 value = self._inline_computation(f"{name}.{key}", token, value)
                 self._generated[id(self._inline[-1])] = [(attributes, key)]
-                pairs = None  # a computation of its own: never shared
             attributes[key] = value
-            if pairs is not None:
-                pairs.append((key, value))
-        if pairs is not None:
-            self._attributes_memo[text] = tuple(pairs)
+            match = attribute_at(text, at)
+        return at
 
     def _inline_computation(self, name: str, token: Token, value: str) -> str:
         """Parse ``{ instructions }`` given as an attribute value; returns ``%name`` for it."""

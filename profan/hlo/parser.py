@@ -51,6 +51,7 @@ _TERMINAL_NAMES = {
     "INSTR_NAME": "an instruction (name = ...)",
     "INSTR_HEAD": "an instruction (name = ...)",
     "INSTRUCTION": "an instruction (name = ...)",
+    "INSTRUCTIONS": "an instruction (name = ...)",
     "ATTRS": "an attribute (, name=value)",
     "SIGNATURE": "a signature ((params) -> shape)",
     "OPERANDS": "operands",
