@@ -106,6 +106,8 @@ class ModelBuilder:
         self.operand_list: re.Pattern[str] | None = None  # OPERANDS without its attributes
         # the grammar's INSTR_HEAD terminal with groups: ROOT, name, shape, opcode
         self.instr_head: re.Pattern[str] | None = None
+        # one array shape of a tuple in a head, and the ',' or ')' after it
+        self.tuple_element: re.Pattern[str] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -132,6 +134,9 @@ class ModelBuilder:
         shape = self._shapes.get(item)
         if shape is None:
             text = bare(item)
+            if text.startswith("("):
+                shape = self._shapes[item] = self._tuple_shape(text, anchor)
+                return shape
             if " " in text or "\t" in text or "\n" in text or "/" in text:
                 # XLA's lexer skips blanks and comments between a shape's tokens
                 text = "".join(strip_comments(text).split())
@@ -141,6 +146,22 @@ class ModelBuilder:
                 raise error_at(anchor if anchor is not None else item, error.reason) from None
             self._shapes[item] = shape
         return shape
+
+    def _tuple_shape(self, text: str, anchor: Any) -> Shape:
+        """A tuple of array shapes written in an instruction's head: `(f32[2]{0}, s32[])`."""
+        assert self.tuple_element is not None
+        elements = []
+        at = text.index("(") + 1
+        element = self.tuple_element.match(text, at)
+        while element is not None:
+            elements.append(self._shape(element.group(1), anchor))
+            if element.group(2) == ")":
+                break
+            element = self.tuple_element.match(text, element.end())
+        else:  # no element: `()`
+            if LEAD.match(text, at).end() != len(text) - 1:  # type: ignore[union-attr]
+                raise RuntimeError(f"the grammar's head and tuple_element disagree on {text!r}")
+        return Shape("tuple", tuple_shapes=tuple(elements))
 
     def buffer_shape(self, children: list) -> Shape:
         return Shape("buffer", tuple_shapes=(self._shape(children[1]),))

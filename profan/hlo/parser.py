@@ -124,13 +124,16 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     module_parser = open_grammar("hlo.lark", start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
-    shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
+    shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()  # with its lead
+    lead = LEAD.pattern
+    # one element of a tuple shape, with the ',' or ')' after it (grammar: _HEAD_SHAPE_TEXT)
+    builder.tuple_element = re.compile(f"({shape}){lead}([,)])")
+    tuple_shape = rf"\((?:{shape}(?:{lead},{shape})*)?{lead}\)"
     builder.instr_head = re.compile(
-        rf"{LEAD.pattern}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*+)\s*=\s*({shape})"
+        rf"{lead}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*+)\s*=\s*({shape}|{tuple_shape})"
         r"\s+(?!constant[ \t]*\()([a-z][a-z0-9_\-]*+)[ \t]*\("
     )
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
-    lead = LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
     builder.inline_parser = open_grammar(
         "hlo.lark",
