@@ -229,9 +229,7 @@ class ModelBuilder:
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
         first = children[0]
-        if first.type == "INSTRUCTION":
-            instruction = self._whole_line(value_of(first), 0, first)[0]
-        elif first.type == "INSTR_HEAD":
+        if first.type == "INSTR_HEAD":
             # `[ROOT] %name = shape opcode(` in one token
             head = _HEAD.fullmatch(bare(first))
             if head is None:
@@ -440,6 +438,8 @@ class ModelBuilder:
 
     def instruction_line(self, children: list) -> Instruction:
         found = children[0]
+        if is_token(found):  # INSTRUCTION
+            found = self._whole_line(value_of(found), 0, found)[0]
         instruction = found[-1] if isinstance(found, list) else found
         if instruction.shape is UNKNOWN_SHAPE:  # from the operand shapes the line printed
             infer_missing_shapes([instruction], lambda name: None)
