@@ -191,14 +191,6 @@ class ModelBuilder:
             self._operand_memo[token] = operand
         return operand
 
-    def _named_operand(self, item: str) -> Operand:
-        """The operand one item of a names-only list stands for (``" %add.1"``)."""
-        operand = self._operand_memo.get(item)
-        if operand is None:
-            operand = Operand(item.strip().lstrip("%"), None)
-            self._operand_memo[item] = operand
-        return operand
-
     def _operand_list(self, text: str, start: int, anchor: Any) -> tuple[list[Operand], int]:
         """The operands written in ``text`` from ``start`` (just past the opcode's '(') to
         their ')', and where the text after that ')' starts (its attributes)."""
@@ -211,7 +203,7 @@ class ModelBuilder:
             known = self._operand_list_memo.get(listed)
             if known is None:
                 items = listed.split(",") if listed and not listed.isspace() else ()
-                known = tuple(map(self._named_operand, items))
+                known = tuple([Operand(item.strip().lstrip("%"), None) for item in items])
                 self._operand_list_memo[listed] = known
             return list(known), close + 1
         end = self.operand_list.match(text, start).end()  # type: ignore[union-attr]
