@@ -14,6 +14,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
 
 from profan.errors import HloSyntaxError
+from profan.hlo.async_sugar import unsugar_async
 from profan.hlo.inference import SHAPE_INFERABLE_OPCODES, infer_missing_shapes
 from profan.hlo.model import (
     UNKNOWN_SHAPE,
@@ -26,7 +27,7 @@ from profan.hlo.model import (
     StackFrame,
     StackFrameTables,
 )
-from profan.hlo.opcodes import ASYNC_SUFFIXES, NATIVE_ASYNC_OPCODES
+from profan.hlo.opcodes import ASYNC_SUFFIXES
 from profan.hlo.resolve import check_names, unique_computation_names, with_implicit_elements
 from profan.hlo.shapes import decode_shape
 from profan.hlo.text import unquote
@@ -53,10 +54,6 @@ _KEY_BLANKS = " \t\r\n\f\v,"
 # An INSTR_HEAD token (after its lead): [ROOT] name = shape opcode(
 _HEAD = re.compile(
     r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
-)
-# Attributes that stay on the async-start rather than moving to the wrapped op.
-_ASYNC_ATTRIBUTES = frozenset(
-    {"async_execution_thread", "metadata", "frontend_attributes", "control-predecessors"}
 )
 
 
@@ -493,7 +490,11 @@ class ModelBuilder:
             shapes = {i.name: i.shape for i in instructions}
             for instruction in instructions:
                 if instruction.opcode.endswith(ASYNC_SUFFIXES):
-                    self._unsugar_async(instruction, calls, shapes)
+                    made = unsugar_async(
+                        instruction, calls, shapes, self._wrappers, self._generated
+                    )
+                    if made is not None:
+                        self._inline.append(made)
         computation = Computation(name, instructions, is_entry, execution_thread)
         self._computations.setdefault(name, computation)
         return computation
@@ -505,77 +506,6 @@ class ModelBuilder:
         return (
             computation.root.shape if computation is not None and computation.instructions else None
         )
-
-    def _unsugar_async(
-        self, instruction: Instruction, calls: dict[str, str], shapes: dict[str, Shape]
-    ) -> None:
-        """``X-start``/``X-update``/``X-done`` of an op with no async form of its own become
-        async-start/-update/-done, the start calling a new computation that holds X, as XLA's
-        parser does (so counts, called computations and costs match XLA's module)."""
-        opcode = instruction.opcode
-        if opcode in NATIVE_ASYNC_OPCODES:
-            return
-        if not opcode.endswith("-start"):
-            instruction.opcode = "async-update" if opcode.endswith("-update") else "async-done"
-            # Like XLA's printer, name the computation the async pair runs on both halves.
-            called = calls.get(instruction.operands[0].name) if instruction.operands else None
-            if called is not None and "calls" not in instruction.attributes:
-                instruction.attributes["calls"] = called
-                calls[instruction.name] = called
-            wrapper = self._wrappers.get(instruction.attributes.get("calls", ""))
-            if wrapper is not None:
-                self._generated[wrapper].append((instruction.attributes, "calls"))
-            return
-        wrapped_opcode = opcode[: -len("-start")]
-        shape = instruction.shape
-        if not shape.is_tuple or len(shape.tuple_shapes) < 2:
-            return  # not the async tuple form XLA expects: keep the op as written
-        operand_shapes = shape.tuple_shapes[0]
-        if operand_shapes.is_tuple and len(operand_shapes.tuple_shapes) == len(
-            instruction.operands
-        ):
-            parameter_shapes = list(operand_shapes.tuple_shapes)
-        else:
-            parameter_shapes = [
-                o.shape or shapes.get(o.name, UNKNOWN_SHAPE) for o in instruction.operands
-            ]
-        computation_name = f"wrapped_{wrapped_opcode}.{instruction.name}"
-        parameters = [
-            Instruction(
-                name=f"{instruction.name}.param_{index}",
-                opcode="parameter",
-                shape=parameter_shape,
-                parameter_number=index,
-                computation=computation_name,
-            )
-            for index, parameter_shape in enumerate(parameter_shapes)
-        ]
-        kept = {k: v for k, v in instruction.attributes.items() if k in _ASYNC_ATTRIBUTES}
-        moved = {k: v for k, v in instruction.attributes.items() if k not in _ASYNC_ATTRIBUTES}
-        if "metadata" in kept:
-            moved["metadata"] = kept["metadata"]
-        wrapped = Instruction(
-            name=f"{instruction.name}.{wrapped_opcode}",
-            opcode=wrapped_opcode,
-            shape=shape.tuple_shapes[1],
-            operands=[Operand(p.name, None) for p in parameters],
-            attributes=moved,
-            is_root=True,
-            computation=computation_name,
-        )
-        thread = kept.get("async_execution_thread")
-        computation = Computation(
-            computation_name,
-            [*parameters, wrapped],
-            False,
-            unquote(thread) if thread and thread.startswith('"') else None,
-        )
-        self._inline.append(computation)
-        instruction.opcode = "async-start"
-        instruction.attributes = {**kept, "calls": f"%{computation_name}"}
-        calls[instruction.name] = f"%{computation_name}"
-        self._generated[id(computation)] = [(instruction.attributes, "calls")]
-        self._wrappers[f"%{computation_name}"] = id(computation)
 
     # -- stack-frame tables -------------------------------------------------------------------
     def file_names(self, children: list) -> tuple[str, dict]:
