@@ -64,6 +64,13 @@ class _Signature:
 _SIGNATURE = _Signature()
 
 
+def _read_to_the_end(text: str, end: int, terminal: str) -> None:
+    """A token the builder read only up to ``end``: the grammar and the builder's patterns
+    disagree (a bug in profan, never silently dropped text)."""
+    if end != len(text):
+        raise RuntimeError(f"the builder read {terminal} only up to {text[end : end + 80]!r}")
+
+
 class _LineAnchor:
     """Where one line of an INSTRUCTIONS token starts, placed like a token of its own when an
     error needs its line and column (only then is the position worked out)."""
@@ -337,11 +344,13 @@ class ModelBuilder:
                 text = value_of(child)
                 listed, end = self._operand_list(text, 0, child)
                 operands.extend(listed)
-                self._attributes(name, child, text, end, attributes)
+                end = self._attributes(name, child, text, end, attributes)
+                _read_to_the_end(text, end, "OPERANDS")
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTRS":
-                self._attributes(name, child, value_of(child), 0, attributes)
+                text = value_of(child)
+                _read_to_the_end(text, self._attributes(name, child, text, 0, attributes), "ATTRS")
             elif child.type == "LITERAL":
                 literal = bare(child).strip()
                 if "/*" in literal or "//" in literal:
@@ -428,7 +437,9 @@ class ModelBuilder:
     def instruction_line(self, children: list) -> Instruction:
         found = children[0]
         if is_token(found):  # INSTRUCTION
-            found = self._whole_line(value_of(found), 0, found)[0]
+            text = value_of(found)
+            found, end = self._whole_line(text, 0, found)
+            _read_to_the_end(text, end, "INSTRUCTION")
         instruction = found[-1] if isinstance(found, list) else found
         if instruction.shape is UNKNOWN_SHAPE:  # from the operand shapes the line printed
             infer_missing_shapes([instruction], lambda name: None)
