@@ -576,3 +576,86 @@ def test_every_fixture_dump_prints_back_to_the_same_model(fixtures_dir: Path) ->
     for path in dumps:
         module = parse_file(path)
         assert parse_module(module_to_text(module)) == module, path.name
+
+
+# A bug in the model builder is profan's fault, not the user's (issue 18).
+_MATMUL_DUMP = "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt"
+
+
+def test_a_builder_bug_is_an_internal_error_not_a_syntax_error(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from profan.cli import main
+    from profan.errors import EXIT_INTERNAL
+    from profan.hlo.builder import ModelBuilder
+
+    path = fixtures_dir / _MATMUL_DUMP
+    parse_module(path.read_text())  # the dump itself is good
+
+    def broken(self: ModelBuilder, *args: object, **kwargs: object) -> None:
+        raise KeyError("injected by the test")
+
+    monkeypatch.setattr(ModelBuilder, "_operand_list", broken)
+    with pytest.raises(KeyError, match="injected by the test"):
+        parse_module(path.read_text(), file=path.name)
+    with pytest.raises(KeyError, match="injected by the test"):
+        parse_instruction(XPROF_LINE)
+    assert main(["hlo", str(path)]) == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "internal error: KeyError" in err and "injected by the test" in err
+    assert "syntax error" not in err and "Traceback" not in err
+
+
+def test_a_malformed_dump_stays_a_syntax_error_with_its_position(
+    fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from profan.cli import main
+    from profan.errors import EXIT_BAD_INPUT
+
+    lines = (fixtures_dir / _MATMUL_DUMP).read_text().splitlines()
+    number = next(n for n, line in enumerate(lines) if " dot(" in line)
+    # the real dump with a stray '%' before the dot's first operand (a synthetic corner case)
+    lines[number] = lines[number].replace(" dot(%", " dot(%%", 1)
+    broken = tmp_path / "synthetic_stray_percent.txt"
+    broken.write_text("\n".join(lines) + "\n")
+    with pytest.raises(HloSyntaxError) as caught:
+        parse_module(broken.read_text(), file=broken.name)
+    assert caught.value.line == number + 1 and caught.value.column is not None
+    assert caught.value.expected
+    assert main(["hlo", str(broken)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    where = f"synthetic_stray_percent.txt:{number + 1}:{caught.value.column}"
+    assert f"{where}: HLO syntax error" in err
+    assert "expected one of" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (
+            ", rhs_contracting_dims={0},",
+            ", rhs_contracting_dims={0}, rhs_contracting_dims={0},",
+            "given twice",
+        ),
+        (
+            "f32[512,1024]{1,0} parameter(1)\n  ROOT",
+            "f32[512,1024]{1,,0} parameter(1)\n  ROOT",
+            "bad shape",
+        ),
+    ],
+)
+def test_an_error_in_a_run_of_lines_names_its_own_line(
+    fixtures_dir: Path, old: str, new: str, reason: str
+) -> None:
+    # The lines of a computation in the commonest form lex as one token; an error the builder
+    # finds on the third of them is still placed on that line (a synthetic corner case made
+    # from a real dump).
+    text = (fixtures_dir / _MATMUL_DUMP).read_text()
+    assert text.count(old) == 1
+    broken = text.replace(old, new)
+    number = broken[: broken.index(new)].count("\n") + 1
+    line = broken.splitlines()[number - 1]
+    assert line.lstrip().startswith(("ROOT %dot_general.0", "%param_1"))
+    with pytest.raises(HloSyntaxError, match=reason) as caught:
+        parse_module(broken, file="synthetic.txt")
+    assert (caught.value.line, caught.value.column) == (number, len(line) - len(line.lstrip()) + 1)

@@ -14,6 +14,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
 
 from profan.errors import HloSyntaxError
+from profan.hlo.async_sugar import unsugar_async
 from profan.hlo.inference import SHAPE_INFERABLE_OPCODES, infer_missing_shapes
 from profan.hlo.model import (
     UNKNOWN_SHAPE,
@@ -26,7 +27,7 @@ from profan.hlo.model import (
     StackFrame,
     StackFrameTables,
 )
-from profan.hlo.opcodes import ASYNC_SUFFIXES, NATIVE_ASYNC_OPCODES
+from profan.hlo.opcodes import ASYNC_SUFFIXES
 from profan.hlo.resolve import check_names, unique_computation_names, with_implicit_elements
 from profan.hlo.shapes import decode_shape
 from profan.hlo.text import unquote
@@ -54,10 +55,6 @@ _KEY_BLANKS = " \t\r\n\f\v,"
 _HEAD = re.compile(
     r"(ROOT\s+)?(%?[A-Za-z_][\w.\-]*)\s*=\s*(.*?\S)\s+([a-z][a-z0-9_\-]*)[ \t]*\(", re.S
 )
-# Attributes that stay on the async-start rather than moving to the wrapped op.
-_ASYNC_ATTRIBUTES = frozenset(
-    {"async_execution_thread", "metadata", "frontend_attributes", "control-predecessors"}
-)
 
 
 class _Signature:
@@ -65,6 +62,42 @@ class _Signature:
 
 
 _SIGNATURE = _Signature()
+
+
+def _read_to_the_end(text: str, end: int, terminal: str) -> None:
+    """A token the builder read only up to ``end``: the grammar and the builder's patterns
+    disagree (a bug in profan, never silently dropped text)."""
+    if end != len(text):
+        raise RuntimeError(f"the builder read {terminal} only up to {text[end : end + 80]!r}")
+
+
+class _LineAnchor:
+    """Where one line of an INSTRUCTIONS token starts, placed like a token of its own when an
+    error needs its line and column (only then is the position worked out)."""
+
+    __slots__ = ("offset", "token")
+
+    def __init__(self, token: Token, offset: int) -> None:
+        self.token = token
+        self.offset = offset
+
+    @property
+    def value(self) -> str:
+        return value_of(self.token)[self.offset :]
+
+    @property
+    def line(self) -> int | None:
+        line = getattr(self.token, "line", None)
+        return None if line is None else line + value_of(self.token).count("\n", 0, self.offset)
+
+    @property
+    def column(self) -> int | None:
+        column = getattr(self.token, "column", None)
+        text = value_of(self.token)
+        newline = text.rfind("\n", 0, self.offset)
+        if newline >= 0:
+            return self.offset - newline
+        return None if column is None else column + self.offset
 
 
 class ModelBuilder:
@@ -77,6 +110,8 @@ class ModelBuilder:
         self.operand_list: re.Pattern[str] | None = None  # OPERANDS without its attributes
         # the grammar's INSTR_HEAD terminal with groups: ROOT, name, shape, opcode
         self.instr_head: re.Pattern[str] | None = None
+        # one array shape of a tuple in a head, and the ',' or ')' after it
+        self.tuple_element: re.Pattern[str] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -103,6 +138,9 @@ class ModelBuilder:
         shape = self._shapes.get(item)
         if shape is None:
             text = bare(item)
+            if text.startswith("("):
+                shape = self._shapes[item] = self._tuple_shape(text, anchor)
+                return shape
             if " " in text or "\t" in text or "\n" in text or "/" in text:
                 # XLA's lexer skips blanks and comments between a shape's tokens
                 text = "".join(strip_comments(text).split())
@@ -112,6 +150,22 @@ class ModelBuilder:
                 raise error_at(anchor if anchor is not None else item, error.reason) from None
             self._shapes[item] = shape
         return shape
+
+    def _tuple_shape(self, text: str, anchor: Any) -> Shape:
+        """A tuple of array shapes written in an instruction's head: `(f32[2]{0}, s32[])`."""
+        assert self.tuple_element is not None
+        elements = []
+        at = text.index("(") + 1
+        element = self.tuple_element.match(text, at)
+        while element is not None:
+            elements.append(self._shape(element.group(1), anchor))
+            if element.group(2) == ")":
+                break
+            element = self.tuple_element.match(text, element.end())
+        else:  # no element: `()`
+            if LEAD.match(text, at).end() != len(text) - 1:  # type: ignore[union-attr]
+                raise RuntimeError(f"the grammar's head and tuple_element disagree on {text!r}")
+        return Shape("tuple", tuple_shapes=tuple(elements))
 
     def buffer_shape(self, children: list) -> Shape:
         return Shape("buffer", tuple_shapes=(self._shape(children[1]),))
@@ -141,62 +195,45 @@ class ModelBuilder:
             self._operand_memo[token] = operand
         return operand
 
-    def _operand_list(
-        self, token: Token | str, anchor: Token | None = None
-    ) -> tuple[list[Operand], str]:
-        """The operands of one OPERANDS token (``f32[2]{0} %a, %b), k=v``) and the text of
-        the attributes that follow them."""
+    def _operand_list(self, text: str, start: int, anchor: Any) -> tuple[list[Operand], int]:
+        """The operands written in ``text`` from ``start`` (just past the opcode's '(') to
+        their ')', and where the text after that ')' starts (its attributes)."""
         assert self.operand_item is not None and self.operand_list is not None
-        text = value_of(token)
-        if anchor is None:
-            anchor = token  # type: ignore[assignment]
-        end = self.operand_list.match(text).end()  # type: ignore[union-attr]
-        operand_text = text[:end]
-        # Operand lists repeat (`%param_0, %param_1)` in every fused computation): decode once.
-        known = self._operand_list_memo.get(operand_text)
-        if known is None and "[" not in operand_text and "/" not in operand_text:
-            # names alone (`%a, %b)`): a split is enough
-            body = operand_text[: operand_text.rindex(")")].strip()
-            known = (
-                tuple(Operand(item.strip().lstrip("%"), None) for item in body.split(","))
-                if body
-                else ()
-            )
-            self._operand_list_memo[operand_text] = known
-        elif known is None:
-            items = COMMENT.sub(" ", operand_text) if "/" in operand_text else operand_text
+        close = text.find(")", start)
+        listed = text[start:close]
+        if close >= 0 and "[" not in listed and "/" not in listed:
+            # names alone (`%a, %b`): with no shape or comment the first ')' closes the list.
+            # Lists repeat (`%param_0, %param_1` in every fused computation): decode once.
+            known = self._operand_list_memo.get(listed)
+            if known is None:
+                items = listed.split(",") if listed and not listed.isspace() else ()
+                known = tuple([Operand(item.strip().lstrip("%"), None) for item in items])
+                self._operand_list_memo[listed] = known
+            return list(known), close + 1
+        end = self.operand_list.match(text, start).end()  # type: ignore[union-attr]
+        listed = text[start:end]
+        known = self._operand_list_memo.get(listed)
+        if known is None:
+            items_text = COMMENT.sub(" ", listed) if "/" in listed else listed
             known = tuple(
                 self._operand(match.group(0), anchor)
-                for match in self.operand_item.finditer(items, 0, len(items) - 1)
+                for match in self.operand_item.finditer(items_text, 0, len(items_text) - 1)
             )
-            self._operand_list_memo[operand_text] = known
-        return list(known), text[end:]
+            self._operand_list_memo[listed] = known
+        return list(known), end
 
     def instruction(self, children: list) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
         first = children[0]
-        if first.type == "INSTRUCTION":
-            # the whole line: split off `[ROOT] %name = shape opcode(` as INSTR_HEAD would
-            text = value_of(first)
-            head = self.instr_head.match(text)  # type: ignore[union-attr]
-            if head is None:  # the grammar's token and instr_head disagree: a bug
-                raise error_at(first, "cannot split the instruction head")
-            head_end = head.end()
-            root_word, name, shape_text, opcode = head.groups()
-            is_root = root_word is not None
-            shape = self._shape(shape_text, first)
-            instruction = self._make(
-                name.lstrip("%"), shape, opcode, first, [], operands_text=text[head_end:]
-            )
-        elif first.type == "INSTR_HEAD":
+        if first.type == "INSTR_HEAD":
             # `[ROOT] %name = shape opcode(` in one token
             head = _HEAD.fullmatch(bare(first))
-            if head is None:  # the grammar's token and _HEAD disagree: a bug, reported as such
-                raise error_at(first, "cannot split the instruction head")
+            if head is None:
+                raise RuntimeError(f"the grammar's INSTR_HEAD and _HEAD disagree on {first!r}")
             root_word, name, shape_text, opcode = head.groups()
-            is_root = root_word is not None
             shape = self._shape(shape_text, first)
             instruction = self._make(name.lstrip("%"), shape, opcode, first, children[1:])
+            instruction.is_root = root_word is not None
         else:
             index = 0
             is_root = first.type == "ROOT"
@@ -205,10 +242,43 @@ class ModelBuilder:
             name_token = children[index]
             name = bare(name_token)[:-1].rstrip().lstrip("%")  # the token is `%name =`
             instruction = self._build(name, children[index + 1 :])
-        instruction.is_root = is_root
+            instruction.is_root = is_root
         if nested:
             return [*nested, instruction]
         return instruction
+
+    def instructions(self, children: list) -> list[Instruction]:
+        """A run of INSTRUCTION lines in one INSTRUCTIONS token, read line by line."""
+        token = children[0]
+        text = value_of(token)
+        found = []
+        at = 0
+        while at < len(text):
+            instruction, at = self._whole_line(text, at, _LineAnchor(token, at))
+            found.append(instruction)
+        return found
+
+    def _whole_line(self, text: str, at: int, anchor: Any) -> tuple[Instruction, int]:
+        """The instruction of the INSTRUCTION line at ``at`` in ``text``, and where it ends:
+        `[ROOT] %name = shape opcode(` (split off as INSTR_HEAD would be), a names-only or
+        plain operand list, attributes.  Errors are placed at ``anchor``."""
+        head = self.instr_head.match(text, at)  # type: ignore[union-attr]
+        if head is None:
+            line = text[at : at + 200]
+            raise RuntimeError(f"the grammar's INSTRUCTION and instr_head disagree on {line!r}")
+        root_word, name, shape_text, opcode = head.groups()
+        shape = self._shapes.get(shape_text)
+        if shape is None:
+            shape = self._shape(shape_text, anchor)
+        name = name.lstrip("%")
+        operands, at = self._operand_list(text, head.end(), anchor)
+        attributes: dict[str, str] = {}
+        at = self._attributes(name, anchor, text, at, attributes)
+        if opcode == "parameter" or opcode == "constant":
+            instruction = self._make(name, shape, opcode, anchor, [], operands, attributes)
+            instruction.is_root = root_word is not None
+            return instruction, at
+        return Instruction(name, opcode, shape, operands, attributes, root_word is not None), at
 
     def nested_instruction(self, children: list) -> Operand:
         self._anonymous += 1
@@ -245,14 +315,15 @@ class ModelBuilder:
         opcode: str,
         opcode_token: Token,
         children: list,
-        operands_text: str | None = None,
+        operands: list[Operand] | None = None,
+        attributes: dict[str, str] | None = None,
     ) -> Instruction:
-        operands: list[Operand] = []
-        attributes: dict[str, str] = {}
-        if operands_text is not None:  # the OPERANDS part of an INSTRUCTION token
-            operands, attribute_text = self._operand_list(operands_text, opcode_token)
-            if attribute_text:
-                self._attributes(name, opcode_token, attribute_text, attributes)
+        """An instruction from the children of its rule (after the opcode), or from the
+        ``operands`` and ``attributes`` already read off an INSTRUCTION token."""
+        if operands is None:
+            operands = []
+        if attributes is None:
+            attributes = {}
         literal = None
         elided = False
         elided_count = None
@@ -270,14 +341,16 @@ class ModelBuilder:
                 count = bare(child)[3:]
                 elided_count = int(count[2:-1]) if count else None
             elif child.type == "OPERANDS":
-                listed, attribute_text = self._operand_list(child)
+                text = value_of(child)
+                listed, end = self._operand_list(text, 0, child)
                 operands.extend(listed)
-                if attribute_text:
-                    self._attributes(name, child, attribute_text, attributes)
+                end = self._attributes(name, child, text, end, attributes)
+                _read_to_the_end(text, end, "OPERANDS")
             elif child.type == "OPERAND":
                 operands.append(self._operand(child))
             elif child.type == "ATTRS":
-                self._attributes(name, child, value_of(child), attributes)
+                text = value_of(child)
+                _read_to_the_end(text, self._attributes(name, child, text, 0, attributes), "ATTRS")
             elif child.type == "LITERAL":
                 literal = bare(child).strip()
                 if "/*" in literal or "//" in literal:
@@ -305,31 +378,36 @@ class ModelBuilder:
             elided_operand_count=elided_count,
         )
 
-    def _attributes(self, name: str, token: Token, text: str, attributes: dict) -> None:
-        """Add the ``, key=value`` attributes in ``text`` (one or more ATTR matches)."""
+    def _attributes(self, name: str, token: Any, text: str, at: int, attributes: dict) -> int:
+        """Add the ``, key=value`` attributes written one after another in ``text`` from
+        ``at``; returns where they end."""
         assert self.attr_item is not None
+        attribute_at = self.attr_item.match
         key_at = _ATTR_KEY.match
         find = text.find
-        for match in self.attr_item.finditer(text):
-            start, end = match.span()
+        match = attribute_at(text, at)
+        while match is not None:
+            start, at = match.span()
             # `, key=value`: the key runs to the first '=' unless a comment leads it
-            equals = find("=", start, end)
+            equals = find("=", start, at)
             key = text[start:equals].strip(_KEY_BLANKS)
             if "/" in key:
                 found = key_at(text, start)
                 key = found.group(1)  # type: ignore[union-attr]
                 equals = found.end() - 1  # type: ignore[union-attr]
-            value = text[equals + 1 : end].strip()
-            if "/*" in value or "//" in value:
+            value = text[equals + 1 : at].strip()
+            if "/" in value and ("/*" in value or "//" in value):
                 value = strip_comments(value).strip()
             if key in attributes:
                 raise error_at(token, f"attribute {key!r} given twice")
             if key == "control-predecessors":
                 self._predecessors = True
-            if key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
+            elif key in _COMPUTATION_ATTRIBUTES and value.startswith("{") and "=" in value:
                 value = self._inline_computation(f"{name}.{key}", token, value)
                 self._generated[id(self._inline[-1])] = [(attributes, key)]
             attributes[key] = value
+            match = attribute_at(text, at)
+        return at
 
     def _inline_computation(self, name: str, token: Token, value: str) -> str:
         """Parse ``{ instructions }`` given as an attribute value; returns ``%name`` for it."""
@@ -358,6 +436,10 @@ class ModelBuilder:
 
     def instruction_line(self, children: list) -> Instruction:
         found = children[0]
+        if is_token(found):  # INSTRUCTION
+            text = value_of(found)
+            found, end = self._whole_line(text, 0, found)
+            _read_to_the_end(text, end, "INSTRUCTION")
         instruction = found[-1] if isinstance(found, list) else found
         if instruction.shape is UNKNOWN_SHAPE:  # from the operand shapes the line printed
             infer_missing_shapes([instruction], lambda name: None)
@@ -419,7 +501,11 @@ class ModelBuilder:
             shapes = {i.name: i.shape for i in instructions}
             for instruction in instructions:
                 if instruction.opcode.endswith(ASYNC_SUFFIXES):
-                    self._unsugar_async(instruction, calls, shapes)
+                    made = unsugar_async(
+                        instruction, calls, shapes, self._wrappers, self._generated
+                    )
+                    if made is not None:
+                        self._inline.append(made)
         computation = Computation(name, instructions, is_entry, execution_thread)
         self._computations.setdefault(name, computation)
         return computation
@@ -431,77 +517,6 @@ class ModelBuilder:
         return (
             computation.root.shape if computation is not None and computation.instructions else None
         )
-
-    def _unsugar_async(
-        self, instruction: Instruction, calls: dict[str, str], shapes: dict[str, Shape]
-    ) -> None:
-        """``X-start``/``X-update``/``X-done`` of an op with no async form of its own become
-        async-start/-update/-done, the start calling a new computation that holds X, as XLA's
-        parser does (so counts, called computations and costs match XLA's module)."""
-        opcode = instruction.opcode
-        if opcode in NATIVE_ASYNC_OPCODES:
-            return
-        if not opcode.endswith("-start"):
-            instruction.opcode = "async-update" if opcode.endswith("-update") else "async-done"
-            # Like XLA's printer, name the computation the async pair runs on both halves.
-            called = calls.get(instruction.operands[0].name) if instruction.operands else None
-            if called is not None and "calls" not in instruction.attributes:
-                instruction.attributes["calls"] = called
-                calls[instruction.name] = called
-            wrapper = self._wrappers.get(instruction.attributes.get("calls", ""))
-            if wrapper is not None:
-                self._generated[wrapper].append((instruction.attributes, "calls"))
-            return
-        wrapped_opcode = opcode[: -len("-start")]
-        shape = instruction.shape
-        if not shape.is_tuple or len(shape.tuple_shapes) < 2:
-            return  # not the async tuple form XLA expects: keep the op as written
-        operand_shapes = shape.tuple_shapes[0]
-        if operand_shapes.is_tuple and len(operand_shapes.tuple_shapes) == len(
-            instruction.operands
-        ):
-            parameter_shapes = list(operand_shapes.tuple_shapes)
-        else:
-            parameter_shapes = [
-                o.shape or shapes.get(o.name, UNKNOWN_SHAPE) for o in instruction.operands
-            ]
-        computation_name = f"wrapped_{wrapped_opcode}.{instruction.name}"
-        parameters = [
-            Instruction(
-                name=f"{instruction.name}.param_{index}",
-                opcode="parameter",
-                shape=parameter_shape,
-                parameter_number=index,
-                computation=computation_name,
-            )
-            for index, parameter_shape in enumerate(parameter_shapes)
-        ]
-        kept = {k: v for k, v in instruction.attributes.items() if k in _ASYNC_ATTRIBUTES}
-        moved = {k: v for k, v in instruction.attributes.items() if k not in _ASYNC_ATTRIBUTES}
-        if "metadata" in kept:
-            moved["metadata"] = kept["metadata"]
-        wrapped = Instruction(
-            name=f"{instruction.name}.{wrapped_opcode}",
-            opcode=wrapped_opcode,
-            shape=shape.tuple_shapes[1],
-            operands=[Operand(p.name, None) for p in parameters],
-            attributes=moved,
-            is_root=True,
-            computation=computation_name,
-        )
-        thread = kept.get("async_execution_thread")
-        computation = Computation(
-            computation_name,
-            [*parameters, wrapped],
-            False,
-            unquote(thread) if thread and thread.startswith('"') else None,
-        )
-        self._inline.append(computation)
-        instruction.opcode = "async-start"
-        instruction.attributes = {**kept, "calls": f"%{computation_name}"}
-        calls[instruction.name] = f"%{computation_name}"
-        self._generated[id(computation)] = [(instruction.attributes, "calls")]
-        self._wrappers[f"%{computation_name}"] = id(computation)
 
     # -- stack-frame tables -------------------------------------------------------------------
     def file_names(self, children: list) -> tuple[str, dict]:

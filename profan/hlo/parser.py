@@ -5,12 +5,15 @@ The syntax is in ``grammars/hlo.lark`` (LALR).  The model is built *during* the 
 The builder (``profan.hlo.builder``) makes the model; attribute values stay raw text, decoded
 on demand by ``profan.hlo.views``.
 
-Every failure becomes ``profan.errors.HloSyntaxError`` with file, line, column, the offending
-line and what was expected.
+Text that does not parse becomes ``profan.errors.HloSyntaxError`` with file, line, column, the
+offending line and what was expected: Lark's ``UnexpectedInput`` and the builder's own
+deliberate errors.  Any other exception out of the builder is a bug in profan and propagates as
+it is (the CLI reports it as an internal error, exit 3), never as the user's syntax error.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -47,6 +50,7 @@ _TERMINAL_NAMES = {
     "INSTR_NAME": "an instruction (name = ...)",
     "INSTR_HEAD": "an instruction (name = ...)",
     "INSTRUCTION": "an instruction (name = ...)",
+    "INSTRUCTIONS": "an instruction (name = ...)",
     "ATTRS": "an attribute (, name=value)",
     "SIGNATURE": "a signature ((params) -> shape)",
     "OPERANDS": "operands",
@@ -76,7 +80,7 @@ def grammar_hash() -> str:
 
 
 def _speedups() -> dict | None:
-    """lark-cython's plugins when installed (about 20% faster); PROFAN_PURE_PYTHON=1 opts out."""
+    """lark-cython's plugins when installed (about 5% faster); PROFAN_PURE_PYTHON=1 opts out."""
     if os.environ.get("PROFAN_PURE_PYTHON"):
         return None
     try:
@@ -110,13 +114,16 @@ def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
     module_parser = open_grammar_cached("hlo.lark", start="module", **options)
     builder.operand_item = re.compile(module_parser.get_terminal("OPERAND").pattern.to_regexp())
     builder.attr_item = re.compile(module_parser.get_terminal("ATTR").pattern.to_regexp())
-    shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()
+    shape = module_parser.get_terminal("SHAPE").pattern.to_regexp()  # with its lead
+    lead = LEAD.pattern
+    # one element of a tuple shape, with the ',' or ')' after it (grammar: _HEAD_SHAPE_TEXT)
+    builder.tuple_element = re.compile(f"({shape}){lead}([,)])")
+    tuple_shape = rf"\((?:{shape}(?:{lead},{shape})*)?{lead}\)"
     builder.instr_head = re.compile(
-        rf"{LEAD.pattern}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*+)\s*=\s*({shape})"
+        rf"{lead}(ROOT\s+)?(%?[A-Za-z_][\w.\-]*+)\s*=\s*({shape}|{tuple_shape})"
         r"\s+(?!constant[ \t]*\()([a-z][a-z0-9_\-]*+)[ \t]*\("
     )
     operand = module_parser.get_terminal("OPERAND").pattern.to_regexp()
-    lead = LEAD.pattern
     builder.operand_list = re.compile(f"(?:{operand}(?:{lead},{operand})*)?{lead}\\)")
     builder.inline_parser = open_grammar_cached("hlo.lark", start="inline_body", **options)
     line_parser = open_grammar_cached("hlo.lark", start="instruction_line", **options)
@@ -151,8 +158,14 @@ def _end_of_input(text: str, file: str | None, expected: Any) -> HloSyntaxError:
     )
 
 
+# What text that does not parse raises during a parse: Lark's errors, the builder's deliberate
+# ones, and nesting deeper than Python's stack.
+_SYNTAX_ERRORS = (UnexpectedInput, HloSyntaxError, RecursionError)
+
+
 def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
-    """Any failure during a parse, as an ``HloSyntaxError``."""
+    """A syntax error found during a parse (one of ``_SYNTAX_ERRORS``), as an
+    ``HloSyntaxError`` placed in ``file``."""
     if isinstance(error, HloSyntaxError):
         found = error
         return HloSyntaxError(
@@ -204,15 +217,18 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
             column=getattr(error, "column", None),
             text=_line_text(text, getattr(error, "line", None)),
         )
-    if isinstance(error, RecursionError):
-        return HloSyntaxError("input nested too deeply", file=file)
-    return HloSyntaxError(f"could not build the model ({type(error).__name__}: {error})", file=file)
+    return HloSyntaxError("input nested too deeply", file=file)
 
 
-def _unwrap(error: Exception) -> Exception:
+def _syntax_error(error: Exception, text: str, file: str | None) -> HloSyntaxError:
+    """``error`` (raised while parsing ``text``) as the user's syntax error; anything else is
+    a bug in profan, re-raised unchanged."""
     # Lark wraps exceptions raised inside callbacks in VisitError on some paths.
     inner = getattr(error, "orig_exc", None)
-    return inner if isinstance(inner, Exception) else error
+    found = inner if isinstance(inner, Exception) else error
+    if not isinstance(found, _SYNTAX_ERRORS):
+        raise found
+    return _translate(found, text, file)
 
 
 def parse_module(text: str, *, file: str | None = None) -> Module:
@@ -222,11 +238,17 @@ def parse_module(text: str, *, file: str | None = None) -> Module:
     module_parser, _, builder = _parsers()
     builder.reset()
     builder.text = text
+    # The parse allocates a few objects per instruction and frees none: the collector's passes
+    # over them (and over everything else the process holds) find nothing, so it pauses.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         module = module_parser.parse(text)
     except Exception as error:
-        raise _translate(_unwrap(error), text, file) from None
+        raise _syntax_error(error, text, file) from None
     finally:
+        if collecting:
+            gc.enable()
         builder.reset()
     return module
 
@@ -241,6 +263,6 @@ def parse_instruction(line: str) -> Instruction:
     try:
         return line_parser.parse(line.strip())
     except Exception as error:
-        raise _translate(_unwrap(error), line.strip(), None) from None
+        raise _syntax_error(error, line.strip(), None) from None
     finally:
         builder.reset()

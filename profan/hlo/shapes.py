@@ -19,9 +19,11 @@ from profan.hlo.model import UNBOUNDED_DIM, Layout, Shape
 from profan.paths import open_grammar
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
+# Anything else, malformed lists of integers included (`{1,,0}`), goes to the grammar.
+_INTS = r"(?:\d+(?:,\d+)*)?"
 _FAST_SHAPE = re.compile(
-    r"([a-z][a-z0-9]*)\[([\d,]*)\]"
-    r"(?:\{([\d,]*)(?::((?:T(?:\([\d,]*\))+)?)(?:E\((\d+)\))?(?:S\((\d+)\))?)?\})?"
+    rf"([a-z][a-z0-9]*)\[({_INTS})\]"
+    rf"(?:\{{({_INTS})(?::((?:T(?:\({_INTS}\))+)?)(?:E\((\d+)\))?(?:S\((\d+)\))?)?\}})?"
 )
 _TILE = re.compile(r"\(([\d,]*)\)")
 
