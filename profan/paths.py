@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark
+if TYPE_CHECKING:
+    from lark import Lark
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -23,6 +24,8 @@ def open_grammar(name: str, **options: Any) -> Lark:
     """A Lark parser of grammar file ``name``: read with ``Lark.open_from_package`` from the
     installed package (``profan/grammars``, where the wheel puts them), else from ``grammars/``
     beside the package in a checkout."""
+    from lark import Lark  # only parsers need it (``import profan`` and most commands do not)
+
     if (PACKAGE_DIR / "grammars" / name).is_file():
         return Lark.open_from_package("profan", name, ("grammars",), **options)
     return Lark.open(str(grammar_path(name)), **options)

@@ -11,8 +11,6 @@ from profan.report import baseline as baselines
 from profan.report.budget import evaluate, github_annotations, junit_xml, load_budget, summary_text
 from profan.report.pipeline import Progress, read_json_report, report_for
 
-HELP = "check a profile against budgets and a baseline report (exit 1 when one fails)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory, .xplane.pb file, or a JSON report")

@@ -8,8 +8,6 @@ import sys
 from profan.report import diff
 from profan.report.pipeline import Progress, report_for
 
-HELP = "compare two profiles or JSON reports: step time, categories, ops that changed most"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="trace directory/file or JSON report (before)")

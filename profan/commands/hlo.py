@@ -6,9 +6,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from profan.errors import ConfigError, ProfanError
 from profan.hlo import Module, parse_file, views
@@ -20,12 +18,9 @@ from profan.hlo.opcodes import (
     collective_kind,
 )
 from profan.hlo.printer import type_text
-from profan.report import module_table
-from profan.report.layout import Style, terminal_width, use_colour
-from profan.roofline import score_module
-from profan.sharding import describe
 
-HELP = "parse an HLO text dump and summarise it: computations, ops by opcode, collectives"
+if TYPE_CHECKING:  # pandas, the roofline and the sharding load only for --chip
+    import pandas as pd
 
 # Collectives whose device groups the summary lists (send/recv talk to one channel peer).
 _SUMMARISED_KINDS = GROUPED_COLLECTIVE_KINDS | PAIRED_COLLECTIVE_KINDS
@@ -95,6 +90,9 @@ def summarise(module: Module) -> dict[str, Any]:
 
 def roofline_table(module: Module, chip: str) -> pd.DataFrame:
     """Compile-time roofline of every op (``profan.roofline.score_module``)."""
+    from profan.roofline import score_module
+    from profan.sharding import describe
+
     return score_module(module, chip, sharding=describe(module))
 
 
@@ -132,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(summary)
     if table is not None:
+        from profan.report import module_table
+        from profan.report.layout import Style, terminal_width, use_colour
+
         style = Style(use_colour(sys.stdout))
         width = terminal_width(sys.stdout)
         print()

@@ -11,8 +11,6 @@ from profan.errors import ConfigError
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for
 
-HELP = "report where a profile's time went and how far each op was from its roofline"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory or .xplane.pb file")
