@@ -15,6 +15,7 @@ import pandas as pd
 
 from profan.report import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
+from profan.trace.profile import OP_IDENTITY, row_groups
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
 # conditional, call) is left out because its event encloses the ops it runs.
@@ -44,11 +45,8 @@ def op_identity(ops: pd.DataFrame, name_column: str) -> pd.DataFrame:
 def op_groups(ops: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """Each event's op (a group id per row) and the (module, program, name) of every op: events
     are many, ops few, so identities are built once per op, not per event."""
-    columns = ["module", "module_key", "op_name"]
-    grouped = ops[columns].groupby(columns, observed=True, dropna=False, sort=False)
-    group_of = grouped.ngroup().to_numpy()  # numbered in order of first appearance
-    first = grouped.head(1)  # the first row of each op, in the same order
-    return group_of, op_identity(first, "op_name")
+    group_of, first_rows = row_groups(ops, OP_IDENTITY)  # numbered in order of first appearance
+    return group_of, op_identity(ops.iloc[first_rows], "op_name")
 
 
 def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
@@ -123,11 +121,16 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
         mine = on_device & is_collective
         comm_total += float((end[mine] - start[mine]).sum())
     n = max(len(timelines), 1)
-    frame = op_identity(ops, "op_name").assign(x=exposed)[is_hidden_candidate]
-    exposed_by_op = {
-        (str(m), str(p), str(o)): float(v)
-        for (m, p, o), v in frame.groupby(["module", "program", "name"])["x"].sum().items()
-    }
+    # Exposed time per op identity, summed over its events in row order; built per op (few),
+    # not per event (many).
+    group_of, identities = op_groups(ops)
+    keys = list(zip(identities["module"], identities["program"], identities["name"], strict=True))
+    identity_of_group, unique_keys = pd.factorize(pd.Series(keys, dtype=object))
+    hidden = pd.Series(exposed[is_hidden_candidate])
+    sums = hidden.groupby(identity_of_group[group_of[is_hidden_candidate]]).sum()
+    exposed_by_op = dict(
+        sorted((tuple(map(str, unique_keys[i])), float(v)) for i, v in sums.items())
+    )
     all_gaps.sort(key=lambda g: -g.duration_s)
     top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]
     comm_exposed = float(exposed[is_collective].sum())
