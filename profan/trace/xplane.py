@@ -271,7 +271,6 @@ def _read_tpu_plane(
                 device=np.full(count, ordinal, dtype=np.int64),
                 start_ps=start,
                 duration_ps=events.duration_ps,
-                line=line.name,
                 **columns,
             )
 
@@ -387,7 +386,6 @@ def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, pat
                 start_ps=start[rows],
                 duration_ps=events.duration_ps[rows],
                 run_id=run_ids[rows],
-                line=line.name,
             )
     if host_launches:
         trace.notes.append(
