@@ -26,6 +26,7 @@ from profan.trace.executors import (
     map_hosts,
     scheduler_address,
     trim_heap,
+    worker_count,
 )
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
@@ -36,29 +37,47 @@ from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
-from profan.trace.xplane import read_host
+from profan.trace.xplane import is_local_plain, merge_parts, read_host
 
 MAX_EXAMPLES = 5
+# A host file this big or bigger, when it is the only one, is read by several processes at
+# once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to this many:
+# starting a worker and sending its columns back cost ~0.1 s, so smaller files are read whole.
+SPLIT_HOST_BYTES = 32 * 2**20
+MAX_HOST_SHARES = 4
+
+# (path, host, format, columns to keep, share of the host or None)
+ReadTask = tuple[str, str, str, frozenset[str] | None, tuple[int, int] | None]
 
 
-def _read_one(task: tuple[str, str, str, frozenset[str] | None]) -> HostTrace:
-    path, host, fmt, keep = task
+def _read_one(task: ReadTask) -> HostTrace:
+    path, host, fmt, keep, part = task
     if fmt == "xplane":
-        return read_host(path, host, keep)
+        return read_host(path, host, keep, part)
     from profan.trace.jsontrace import read_host_json
 
     return read_host_json(path, host)
 
 
-def _read_in_worker(
-    task: tuple[str, str, str, frozenset[str] | None],
-) -> HostTrace | tuple[str, str]:
+def _read_in_worker(task: ReadTask) -> HostTrace | tuple[str, str]:
     # TraceError does not survive pickling (its constructor takes two arguments): send it back
     # as (path, reason) and raise it again in the parent.
     try:
         return _read_one(task)
     except TraceError as error:
         return (error.path, error.reason)
+
+
+def _host_shares(
+    tasks: list[ReadTask], sizes: list[int], workers: int | None, scheduler: str | None
+) -> int:
+    """How many processes read the one host of ``tasks``: 1 unless it is a single big local
+    xplane file and the workers allow more (``--workers 1`` reads it whole)."""
+    if scheduler or len(tasks) != 1 or tasks[0][2] != "xplane" or sizes[0] < SPLIT_HOST_BYTES:
+        return 1
+    if not is_local_plain(tasks[0][0]):
+        return 1  # a remote or compressed file would be fetched or decompressed once a share
+    return max(1, min(worker_count(workers) or os.cpu_count() or 1, MAX_HOST_SHARES))
 
 
 def sizes_of(run: Run) -> list[int]:
@@ -83,12 +102,24 @@ def load_events(
     progress = progress or Progress(len(sizes), sum(sizes), False)
     scheduler = scheduler_address(opts.scheduler)
     keep = _raw_columns(columns)
-    tasks = [
-        (str(file), host, found.formats[host], keep) for host, file in sorted(found.files.items())
+    tasks: list[ReadTask] = [
+        (str(file), host, found.formats[host], keep, None)
+        for host, file in sorted(found.files.items())
     ]
-    hosts = map_hosts(
-        _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
-    )
+    shares = _host_shares(tasks, sizes, workers, scheduler)
+    if shares > 1:  # one big host: read by several processes, a share each
+        path_, host_, fmt, _, _ = tasks[0]
+        parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
+        share_sizes = [sizes[0] // shares] * shares
+        quiet = Progress(shares, sizes[0], False)
+        read = map_hosts(
+            _read_in_worker, parts, share_sizes, workers=shares, scheduler=None, progress=quiet
+        )
+        hosts = [merge_parts(read)]
+    else:
+        hosts = map_hosts(
+            _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
+        )
     trim_heap()  # the readers' temporaries, before the tables are built
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:

@@ -50,6 +50,7 @@ class HostTrace:
     # attributed to instructions: column name -> one array per device plane.
     graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
+    host_launches: int = 0  # /host:CPU events with hlo_op beside device planes (not ops)
     planes: list[str] = field(default_factory=list)  # plane names, for error messages
 
 
