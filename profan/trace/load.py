@@ -23,6 +23,7 @@ from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
+    map_beside,
     map_hosts,
     scheduler_address,
     trim_heap,
@@ -110,11 +111,10 @@ def load_events(
     if shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]
         parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
-        share_sizes = [sizes[0] // shares] * shares
-        quiet = Progress(shares, sizes[0], False)
-        read = map_hosts(
-            _read_in_worker, parts, share_sizes, workers=shares, scheduler=None, progress=quiet
-        )
+        read = map_beside(_read_in_worker, parts)
+        for result in read:
+            if isinstance(result, tuple):
+                raise TraceError(*result)
         hosts = [merge_parts(read)]
     else:
         hosts = map_hosts(
