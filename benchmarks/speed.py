@@ -4,18 +4,22 @@ Usage::
 
     python benchmarks/make_big_trace.py      # once: benchmarks/_data/big (69 MB, 502k op events)
     python benchmarks/speed.py [--repeats 3] [--hosts 8 64] [--no-pods] [--no-parse]
-                               [--json FILE]
+                               [--json FILE] [--reference DIR]
+
+``--reference DIR``: another profan tree (``git archive main | tar -x -C DIR``) whose cold
+report is timed in the same repeats too (its wall time and peak RSS beside this tree's).
 
 What it measures (each command a fresh process, timed from start to exit; peak RSS is the
 largest process of its tree, from ``getrusage``):
 
 * ``report``: ``profan report`` of the big trace against XProf's ``overview_page`` of the same
-  file, in the same repeat, one after the other.  Cold: profan with a fresh cache directory in
+  file, in the same repeat, one after the other. Cold: profan with a fresh cache directory in
   which only the grammar tables are built (``profan hlo`` of a small fixture: what any earlier
-  use of profan leaves), XProf on a fresh symbolic link to the trace in a temporary directory (it
-  writes ``ALL_HOSTS.op_stats_v2.pb`` beside its input, so never in ``benchmarks/_data``).
-  Warm: the same command again, profan with the same cache directory, XProf with its cache
-  file.  "First run ever" is profan with an empty cache directory (grammar tables built too).
+  use of profan leaves; built in that very directory: lark keys its tables by their path), XProf
+  on a fresh symbolic link to the trace in a temporary directory (it writes
+  ``ALL_HOSTS.op_stats_v2.pb`` beside its input, so never in ``benchmarks/_data``). Warm: the
+  same command again, profan with the same cache directory, XProf with its cache file. "First run
+  ever" is profan with an empty cache directory (grammar tables built too).
 * start-up: ``python -c pass`` (the interpreter alone), ``import profan``, ``profan --help``,
   ``profan chips``.
 * parse: the three largest modules of ``../shared/corpus/hlo/xla`` parsed by profan (cache off,
@@ -34,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -63,10 +66,14 @@ print(len(data or b""))
 
 
 def measure(command: list[str], env: dict[str, str]) -> dict[str, float]:
-    """Wall seconds and the largest process's peak RSS (bytes) of one command."""
+    """Wall seconds and the largest process's peak RSS (bytes) of one command (run outside any
+    checkout: ``python -m profan`` imports the tree on ``PYTHONPATH``, not the current dir)."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *command], env=env, capture_output=True, cwd=REPO
+        [sys.executable, "-c", WRAPPER, *command],
+        env=env,
+        capture_output=True,
+        cwd=tempfile.gettempdir(),
     )
     seconds = time.perf_counter() - started
     lines = done.stderr.decode(errors="replace").strip().splitlines()
@@ -96,16 +103,20 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def report_rows(scratch: Path, env: dict[str, str], repeats: int) -> list[dict]:
+def report_rows(
+    scratch: Path, env: dict[str, str], repeats: int, reference: Path | None
+) -> list[dict]:
     xplane = _xplane()
     report = _profan("report", str(BIG), "--format", "json")
-    seeded = scratch / "seeded-cache"
-    subprocess.run(
-        _profan("hlo", str(SEED_HLO)),
-        env={**env, "PROFAN_CACHE_DIR": str(seeded)},
-        check=True,
-        capture_output=True,
-    )
+
+    def seeded(cache: Path) -> dict[str, str]:
+        """A cache dir where only the grammar tables are built (lark keys them by their path
+        too, so a copied cache dir would build them again)."""
+        cache_env = {**env, "PROFAN_CACHE_DIR": str(cache)}
+        subprocess.run(
+            _profan("hlo", str(SEED_HLO)), env=cache_env, check=True, capture_output=True
+        )
+        return cache_env
 
     def xprof_dir(index: int) -> Path:
         folder = scratch / f"xprof{index}"
@@ -113,16 +124,23 @@ def report_rows(scratch: Path, env: dict[str, str], repeats: int) -> list[dict]:
         os.symlink(xplane, folder / xplane.name)  # XProf writes its cache file beside this
         return folder / xplane.name
 
+    reference_env = {**env, "PYTHONPATH": str(reference)} if reference else None
     # Untimed: compiles the bytecode of both and reads the file into the page cache.
     measure(report, {**env, "PROFAN_CACHE_DIR": str(scratch / "warmup-cache")})
+    if reference_env:
+        measure(report, {**reference_env, "PROFAN_CACHE_DIR": str(scratch / "warmup-ref")})
     measure([sys.executable, "-c", XPROF, str(xprof_dir(0))], env)
     runs: dict[str, list[dict[str, float]]] = {
-        key: [] for key in ("cold", "warm", "first", "xprof_cold", "xprof_warm")
+        key: [] for key in ("cold", "warm", "first", "xprof_cold", "xprof_warm", "ref_cold")
     }
     for index in range(1, repeats + 1):
-        cache = scratch / f"cache{index}"
-        shutil.copytree(seeded, cache)
-        cache_env = {**env, "PROFAN_CACHE_DIR": str(cache)}
+        if reference_env:
+            ref_cache = {**reference_env, "PROFAN_CACHE_DIR": str(scratch / f"ref{index}")}
+            subprocess.run(
+                _profan("hlo", str(SEED_HLO)), env=ref_cache, check=True, capture_output=True
+            )
+            runs["ref_cold"].append(measure(report, ref_cache))
+        cache_env = seeded(scratch / f"cache{index}")
         runs["cold"].append(measure(report, cache_env))
         copy = xprof_dir(index)
         runs["xprof_cold"].append(measure([sys.executable, "-c", XPROF, str(copy)], env))
@@ -139,8 +157,13 @@ def report_rows(scratch: Path, env: dict[str, str], repeats: int) -> list[dict]:
          "XProf overview_page cold", ""),
         ("report warm vs profan cold", "warm", "cold", "profan cold", "<= 0.1x"),
     )  # fmt: skip
+    if reference_env:
+        pairs += (
+            ("report cold vs the reference tree", "cold", "ref_cold", f"{reference.name} cold",
+             "RSS <= reference"),
+        )  # fmt: skip
     rows = []
-    for label, ours, theirs, reference, target in pairs:
+    for label, ours, theirs, reference_label, target in pairs:
         ratios = [
             a["seconds"] / b["seconds"] for a, b in zip(runs[ours], runs[theirs], strict=True)
         ]
@@ -149,7 +172,7 @@ def report_rows(scratch: Path, env: dict[str, str], repeats: int) -> list[dict]:
                 "measure": label,
                 "profan_s": _median([r["seconds"] for r in runs[ours]]),
                 "profan_rss": _median([r["rss"] for r in runs[ours]]),
-                "reference": reference,
+                "reference": reference_label,
                 "reference_s": _median([r["seconds"] for r in runs[theirs]]),
                 "reference_rss": _median([r["rss"] for r in runs[theirs]]),
                 "ratio": _median(ratios),
@@ -269,12 +292,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pods", action="store_true")
     parser.add_argument("--no-parse", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        help="another profan tree (e.g. an export of main) whose cold report is timed in the "
+        "same repeats",
+    )
     args = parser.parse_args(argv)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="profan-speed-") as name:
         scratch = Path(name)
         env = _environment(scratch)
-        rows += report_rows(scratch, env, args.repeats)
+        rows += report_rows(scratch, env, args.repeats, args.reference)
         rows += startup_rows(env, args.repeats)
         if not args.no_parse:
             rows += parse_rows(args.repeats)

@@ -99,7 +99,8 @@ def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Comman
             metavar="N",
             type=_at_least_one,
             help="hosts read at once by local processes (default: $PROFAN_WORKERS, else one "
-            "per CPU); peak memory grows with N, not with the number of hosts",
+            "per CPU; one big host is shared out to idle CPUs); peak memory grows with N, not "
+            "with the number of hosts",
         )
     sub.set_defaults(_run=module.run)
 

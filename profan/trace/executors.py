@@ -82,6 +82,16 @@ def worker_count(option: int | None) -> int | None:
         raise ConfigError(f"{WORKERS_ENV}={text!r}: {error}") from None
 
 
+def idle_cpus() -> int:
+    """CPUs the machine leaves idle now: the CPU count less the 1-minute load average, rounded
+    down; 0 where the load is unknown."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0
+    return max(0, int((os.cpu_count() or 1) - load))
+
+
 def map_hosts(
     function: Callable[[Task], Any],
     tasks: Sequence[Task],

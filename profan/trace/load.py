@@ -23,6 +23,7 @@ from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
+    idle_cpus,
     map_beside,
     map_hosts,
     scheduler_address,
@@ -73,12 +74,15 @@ def _host_shares(
     tasks: list[ReadTask], sizes: list[int], workers: int | None, scheduler: str | None
 ) -> int:
     """How many processes read the one host of ``tasks``: 1 unless it is a single big local
-    xplane file and the workers allow more (``--workers 1`` reads it whole)."""
+    xplane file; then the workers asked for (``--workers 1`` reads it whole), else this process
+    and one more per CPU the machine leaves idle (on a busy machine a second process only adds
+    its start-up and the transfer of its share)."""
     if scheduler or len(tasks) != 1 or tasks[0][2] != "xplane" or sizes[0] < SPLIT_HOST_BYTES:
         return 1
     if not is_local_plain(tasks[0][0]):
         return 1  # a remote or compressed file would be fetched or decompressed once a share
-    return max(1, min(worker_count(workers) or os.cpu_count() or 1, MAX_HOST_SHARES))
+    wanted = worker_count(workers) or 1 + idle_cpus()
+    return max(1, min(wanted, os.cpu_count() or 1, MAX_HOST_SHARES))
 
 
 def sizes_of(run: Run) -> list[int]:

@@ -22,7 +22,8 @@ class LoadOptions:
     #: The run directory's name under ``plugins/profile`` (default: the newest run).
     run: str | None = None
     #: Processes that read hosts in parallel (default: one per CPU, at most one per host;
-    #: 1 reads every host in the calling process).
+    #: 1 reads every host in the calling process).  One big host (>= 32 MiB, local) is read
+    #: in that many shares at once (default: one more process per idle CPU, at most 4).
     workers: int | None = None
     #: Keep HLO modules converted from the trace's HloProtos under the user's cache directory
     #: (``profan.paths.cache_dir``); never written next to the trace.
