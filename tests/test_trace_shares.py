@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import profan
+from profan.errors import TraceError
 from profan.trace.xplane import merge_parts, read_host
 
 from .conftest import CORPUS_DIR, FIXTURES_DIR
@@ -95,3 +96,23 @@ def test_a_big_host_is_read_in_shares_and_loads_the_same(
     assert alone.notes == shared.notes
     assert [u.reason for u in alone.unmatched] == [u.reason for u in shared.unmatched]
     assert alone.hlo_protos == shared.hlo_protos
+
+
+def test_a_damaged_host_read_in_shares_is_the_same_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A truncated file read in shares fails as a one-process read does: a TraceError naming
+    the file (whichever process met the damage), never a traceback or a hang."""
+    source = _xplane(FIXTURES_DIR / "transformer")
+    damaged = tmp_path / "run" / "plugins" / "profile" / "2026_01_01_00_00_00" / "h.xplane.pb"
+    damaged.parent.mkdir(parents=True)
+    data = source.read_bytes()
+    damaged.write_bytes(data[: len(data) * 2 // 3])  # cut inside the host plane's lines
+    monkeypatch.setattr(load_module, "SPLIT_HOST_BYTES", 0)
+    errors = []
+    for workers in (1, 2):
+        with pytest.raises(TraceError) as caught:
+            profan.load(str(tmp_path / "run"), workers=workers)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    assert str(damaged) in errors[1]
