@@ -6,14 +6,14 @@ Usage::
     python benchmarks/make_big_trace.py       # once: benchmarks/_data/big (~70 MB, one host)
     python benchmarks/pod_scale.py [--hosts 8 32 64] [--no-xprof] [--no-dask]
 
-Every host is a hard link of the big trace's xplane (``host000.xplane.pb`` ...), so the files
-cost no disk; xprof reads its own hard-linked copies in a scratch directory (its converters may
-write caches beside their input).  Each task is one fresh process tree, timed from start to
-exit.  Peak memory is given three ways: ``max proc`` (the largest single process, ``getrusage``
-over the waited-for tree), ``tree sum`` (the largest sum of the tree's RSS, sampled every
-50 ms with psutil) and ``tree PSS`` (the same sum of PSS, which splits shared pages between
-the processes sharing them instead of counting them in each); for Dask both sums include the
-cluster's scheduler, nannies and workers.  The one-host row is ``profan report`` of one host:
+Every host is a hard link of the big trace's xplane (``host000.xplane.pb`` ...), so the files cost
+no disk; xprof reads its own symbolic links to them in a temporary directory (its converters write
+a cache file beside their input, so never in ``benchmarks/_data``). Each task is one fresh process
+tree, timed from start to exit. Peak memory is given three ways: ``max proc`` (the largest single
+process, ``getrusage`` over the waited-for tree), ``tree sum`` (the largest sum of the tree's RSS,
+sampled every 50 ms with psutil) and ``tree PSS`` (the same sum of PSS, which splits shared pages
+between the processes sharing them instead of counting them in each); for Dask both sums include
+the cluster's scheduler, nannies and workers. The one-host row is ``profan report`` of one host:
 the 1.5x RSS target is against it.
 
 Targets (issue 11): at every host count, profan's wall time <= 0.7x xprof's, peak RSS <= 1.5x
@@ -137,7 +137,7 @@ def _xprof_copy(run: Path, scratch: Path) -> list[str]:
     for file in sorted(run.glob("*.xplane.pb")):
         copy = target / file.name
         if not copy.exists():
-            os.link(file, copy)
+            os.symlink(file.resolve(), copy)
         files.append(str(copy))
     return files
 
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = _big_xplane()
     rows: list[dict] = []
-    with tempfile.TemporaryDirectory(dir=DATA) as scratch_name:
+    with tempfile.TemporaryDirectory(prefix="profan-pods-") as scratch_name:
         scratch = Path(scratch_name)
         cache = scratch / "cache"
         env = {**os.environ, "PROFAN_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO), "CI": "1"}

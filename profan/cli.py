@@ -1,6 +1,8 @@
 """``profan`` command line: one subcommand per module under ``profan/commands``.
 
-Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and
+``COMMANDS`` names each subcommand, the module that runs it and the one line ``--help`` lists,
+so ``profan --help`` imports no command: only the command that runs is imported (with pandas
+and the pipeline it needs).  A command module exposes ``add_arguments(parser)`` and
 ``run(args) -> int`` (the exit code).  User errors (``ProfanError``) print one clear message and
 exit with the error's code; anything else is a bug in profan and says so.
 """
@@ -12,29 +14,49 @@ import importlib
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 
 from profan.errors import EXIT_INTERNAL, ProfanError
 
-# Subcommand name -> module under profan.commands, in the order ``--help`` lists them.
-COMMANDS: dict[str, str] = {
-    "report": "report",
-    "check": "check",
-    "diff": "diff",
-    "annotate": "annotate",
-    "hlo": "hlo",
-    "chips": "chips",
-    "memory": "memory",
-    "export": "export",
-    "cache": "cache",
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    help: str  # the line ``profan --help`` lists
+    reads_traces: bool = False  # takes --scheduler and --workers (how hosts are read)
+
+
+TRACES = True  # Command(..., TRACES): the command reads traces
+
+# Subcommand name -> its command (run by module ``profan.commands.<name>``, imported only when
+# it runs), in the order ``--help`` lists them.  A new command is one more line here.
+COMMANDS: dict[str, Command] = {
+    "report": Command("where a profile's time went, op by op against its roofline", TRACES),
+    "check": Command("check a profile against budgets and a baseline (exit 1 if not)", TRACES),
+    "diff": Command("compare two profiles or JSON reports: step time, top changes", TRACES),
+    "annotate": Command("a module's HLO with each op's measured and ideal time, flags", TRACES),
+    "hlo": Command("summarise an HLO text dump or an XProf op profile: ops, collectives, cost"),
+    "chips": Command("the chips profan knows: peaks, HBM, interconnect, and sources"),
+    "memory": Command("where device memory goes: peak, live buffers, donation, headroom"),
+    "export": Command("profan's figures on every op event: annotated xplane, Chrome JSON", TRACES),
+    "cache": Command("show or clear profan's cache of loaded profiles, reports and parsed HLO"),
 }
 
 
-# Commands that read traces and so take --scheduler (the per-host map on a Dask cluster) and
-# --workers (how many hosts are read at once locally).
-TRACE_COMMANDS = frozenset({"report", "check", "diff", "annotate"})
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level
+    options take no values)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the top level and of every subcommand's name and help line; only
+    ``command``'s arguments are added (importing its module), so ``profan --help`` and every
+    command import no other command."""
     parser = argparse.ArgumentParser(
         prog="profan",
         description="How far each op of an XLA program was from what the hardware could do.",
@@ -42,41 +64,47 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(f"profan.commands.{module_name}")
-        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(sub)
-        if "--chips" not in sub._option_string_actions:
-            sub.add_argument(
-                "--chips",
-                metavar="FILE",
-                dest="user_chips",
-                help="a TOML file of extra chips (same schema as profan/data/chips.toml)",
-            )
-        sub.add_argument(
-            "--kernels",
-            metavar="FILE",
-            dest="user_kernels",
-            help="a TOML file of cost models for custom calls profan does not know (same "
-            "schema as profan/data/kernels.toml; `profan report` prints an example entry)",
-        )
-        if name in TRACE_COMMANDS:
-            sub.add_argument(
-                "--scheduler",
-                metavar="ADDRESS",
-                dest="dask_scheduler",
-                help="read the hosts on this Dask scheduler's workers (default: $PROFAN_SCHEDULER,"
-                " else local processes; extra [dask])",
-            )
-            sub.add_argument(
-                "--workers",
-                metavar="N",
-                type=_at_least_one,
-                help="hosts read at once by local processes (default: $PROFAN_WORKERS, else one "
-                "per CPU); peak memory grows with N, not with the number of hosts",
-            )
-        sub.set_defaults(_run=module.run)
+    for name, spec in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=spec.help, description=spec.help)
+        if name == command:
+            _add_command_arguments(sub, name, spec)
     return parser
+
+
+def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Command) -> None:
+    module = importlib.import_module(f"profan.commands.{name}")
+    module.add_arguments(sub)
+    if "--chips" not in sub._option_string_actions:
+        sub.add_argument(
+            "--chips",
+            metavar="FILE",
+            dest="user_chips",
+            help="a TOML file of extra chips (same schema as profan/data/chips.toml)",
+        )
+    sub.add_argument(
+        "--kernels",
+        metavar="FILE",
+        dest="user_kernels",
+        help="a TOML file of cost models for custom calls profan does not know (same "
+        "schema as profan/data/kernels.toml; `profan report` prints an example entry)",
+    )
+    if spec.reads_traces:
+        sub.add_argument(
+            "--scheduler",
+            metavar="ADDRESS",
+            dest="dask_scheduler",
+            help="read the hosts on this Dask scheduler's workers (default: $PROFAN_SCHEDULER,"
+            " else local processes; extra [dask])",
+        )
+        sub.add_argument(
+            "--workers",
+            metavar="N",
+            type=_at_least_one,
+            help="hosts read at once by local processes (default: $PROFAN_WORKERS, else one "
+            "per CPU; one big host is shared out to idle CPUs); peak memory grows with N, not "
+            "with the number of hosts",
+        )
+    sub.set_defaults(_run=module.run)
 
 
 def _at_least_one(text: str) -> int:
@@ -108,8 +136,8 @@ def _use_kernel_file(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(chosen_command(words)).parse_args(words)
     try:
         if getattr(args, "user_chips", None):
             _use_chip_file(args.user_chips)

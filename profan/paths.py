@@ -24,7 +24,7 @@ def open_grammar(name: str, **options: Any) -> Lark:
     """A Lark parser of grammar file ``name``: read with ``Lark.open_from_package`` from the
     installed package (``profan/grammars``, where the wheel puts them), else from ``grammars/``
     beside the package in a checkout."""
-    from lark import Lark  # here: finding data files and caches needs no parser
+    from lark import Lark  # only parsers need it (``import profan`` and most commands do not)
 
     if (PACKAGE_DIR / "grammars" / name).is_file():
         return Lark.open_from_package("profan", name, ("grammars",), **options)

@@ -10,8 +10,6 @@ from profan.commands.cache import add_no_cache_argument
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, analyse_inputs, cache_key, locate
 
-HELP = "print a module's HLO with each op's measured and ideal time, bound and flags"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory or .xplane.pb file")

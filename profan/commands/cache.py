@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "show or clear profan's cache of loaded profiles, reports and parsed HLO"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("info", "clear"), help="info: sizes; clear: remove")

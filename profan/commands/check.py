@@ -14,8 +14,6 @@ from profan.commands.cache import add_no_cache_argument
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
 
-HELP = "check a profile against budgets and a baseline report (exit 1 when one fails)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory, .xplane.pb file, or a JSON report")

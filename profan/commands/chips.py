@@ -9,10 +9,6 @@ import textwrap
 
 from profan.chips import DTYPES, catalogue
 
-HELP = (
-    "list the chips profan knows (peak FLOP/s, HBM, interconnect) and where the figures come from"
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", metavar="CHIP", help="show only these chips")

@@ -13,8 +13,6 @@ from profan.report.pipeline import Progress, text_for
 if TYPE_CHECKING:
     from profan.report.model import Report
 
-HELP = "compare two profiles or JSON reports: step time, categories, ops that changed most"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="trace directory/file or JSON report (before)")

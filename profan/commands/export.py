@@ -25,11 +25,6 @@ from profan.report.pipeline import Progress, resolve_layout
 from profan.trace.discover import find_run
 from profan.units import si
 
-HELP = (
-    "write profan's figures onto every op event: an annotated .xplane.pb copy (XProf, "
-    "TensorBoard) or a Chrome trace .json/.json.gz (Perfetto UI)"
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory or .xplane.pb file")

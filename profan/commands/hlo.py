@@ -11,9 +11,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from profan.errors import ConfigError, HloSyntaxError, ProfanError
 from profan.hlo import Module, parse_file, views
@@ -25,16 +23,12 @@ from profan.hlo.opcodes import (
     collective_kind,
 )
 from profan.hlo.printer import type_text
-from profan.report import module_table
-from profan.report.layout import Style, terminal_width, use_colour
-from profan.roofline import score_module
-from profan.sharding import describe
-from profan.xprof import ProfiledProgram, program_module, read_op_profile
 
-HELP = (
-    "parse an HLO text dump (or an XProf op profile .json/.json.gz) and summarise it: "
-    "computations, ops by opcode, collectives"
-)
+if TYPE_CHECKING:  # pandas, the roofline, the sharding and op profiles load only when used
+    import pandas as pd
+
+    from profan.xprof import ProfiledProgram
+
 OP_PROFILE_SUFFIXES = (".json", ".json.gz")
 
 # Collectives whose device groups the summary lists (send/recv talk to one channel peer).
@@ -109,6 +103,9 @@ def summarise(module: Module) -> dict[str, Any]:
 
 def roofline_table(module: Module, chip: str) -> pd.DataFrame:
     """Compile-time roofline of every op (``profan.roofline.score_module``)."""
+    from profan.roofline import score_module
+    from profan.sharding import describe
+
     return score_module(module, chip, sharding=describe(module))
 
 
@@ -133,6 +130,9 @@ def _print_text(summary: dict[str, Any]) -> None:
 
 
 def _print_table(table: pd.DataFrame, chip: str, top: int) -> None:
+    from profan.report import module_table
+    from profan.report.layout import Style, terminal_width, use_colour
+
     style = Style(use_colour(sys.stdout))
     width = terminal_width(sys.stdout)
     print()
@@ -155,6 +155,8 @@ def _measured(program: ProfiledProgram) -> list[dict[str, Any]]:
 
 def op_profile_programs(path: str) -> list[tuple[ProfiledProgram, Module]]:
     """Every program of an op profile with the module rebuilt from its ops."""
+    from profan.xprof import program_module, read_op_profile
+
     profile = read_op_profile(path)
     rebuilt = []
     for program in profile.programs:

@@ -15,8 +15,6 @@ from profan.errors import ConfigError
 from profan.memory.analyze import analyze_hlo_file, analyze_trace
 from profan.memory.render import RENDERERS, TOP
 
-HELP = "where the device memory goes: peak, live buffers, donation, headroom (trace or HLO dump)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

@@ -16,8 +16,6 @@ from profan.report.pipeline import Progress, report_for, text_for
 if TYPE_CHECKING:
     from profan.report.model import Report
 
-HELP = "report where a profile's time went and how far each op was from its roofline"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace directory or .xplane.pb file")

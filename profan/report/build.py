@@ -234,8 +234,7 @@ def build_report(
     """The report of one profile: per-op table, summary, findings of the rules."""
     config = config or RuleConfig()
     profile, score = analysis.profile, analysis.score
-    categories = summary.event_categories(profile.ops, score.ops)
-    facts = summary.overlap(profile.ops, categories)
+    facts = summary.overlap(profile.ops, score.ops)
     keyed = _entries(analysis, facts.exposed_by_op)
     entries = [entry for entry, _ in keyed]
     steps = summary.steps(profile.steps, score.steps)

@@ -16,6 +16,7 @@ import pandas as pd
 from profan.report import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
 from profan.roofline import BOUNDS
+from profan.trace.profile import OP_IDENTITY, row_groups
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
 # conditional, call) is left out because its event encloses the ops it runs.
@@ -44,18 +45,22 @@ def op_identity(ops: pd.DataFrame, name_column: str) -> pd.DataFrame:
 def op_groups(ops: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """Each event's op (a group id per row) and the (module, program, name) of every op: events
     are many, ops few, so identities are built once per op, not per event."""
-    columns = ["module", "module_key", "op_name"]
-    grouped = ops[columns].groupby(columns, observed=True, dropna=False, sort=False)
-    group_of = grouped.ngroup().to_numpy()  # numbered in order of first appearance
-    first = grouped.head(1)  # the first row of each op, in the same order
-    return group_of, op_identity(first, "op_name")
+    group_of, first_rows = row_groups(ops, OP_IDENTITY)  # numbered in order of first appearance
+    return group_of, op_identity(ops.iloc[first_rows], "op_name")
 
 
-def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
-    """Category of each event of a profile's op table (from the score's per-op categories);
-    ``unmatched`` for events the score has no row for."""
-    if len(ops) == 0:
-        return np.array([], dtype=object)
+@dataclass(frozen=True, slots=True)
+class OpCategories:
+    """Each event's op (``of_row``, see ``op_groups``) and, per op, its (module, program, name)
+    and category: events are many, ops few."""
+
+    of_row: np.ndarray
+    identities: pd.DataFrame
+    categories: np.ndarray  # object: the score's category, ``unmatched`` where it has no row
+
+
+def op_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> OpCategories:
+    """The ops of a profile's op table with their categories from the score's per-op rows."""
     lookup = op_identity(score_ops, "name").assign(category=score_ops["category"].to_numpy())
     group_of, identities = op_groups(ops)
     per_op = identities.merge(
@@ -63,7 +68,7 @@ def event_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> np.ndarray:
         on=["module", "program", "name"],
         how="left",
     )["category"].fillna("unmatched")
-    return per_op.to_numpy()[group_of]
+    return OpCategories(group_of, identities, per_op.to_numpy(dtype=object))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +93,12 @@ class Overlap:
     top_gaps: list[IdleGap]
 
 
-def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
+def overlap(ops: pd.DataFrame, score_ops: pd.DataFrame) -> Overlap:
     """Collective and host time not hidden behind compute on the same device, and the longest
-    idle gaps."""
+    idle gaps (each event's category is its op's in ``score_ops``)."""
     if len(ops) == 0:
         return Overlap({}, 0.0, 0.0, [])
+    groups = op_categories(ops, score_ops)
     start = ops["start_s"].to_numpy(dtype=float)
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
@@ -103,31 +109,40 @@ def overlap(ops: pd.DataFrame, categories: np.ndarray) -> Overlap:
         else np.zeros(len(ops), np.int64)
     )
     timeline_of = host_code * (int(device.max()) + 2) + (device + 1)
-    is_compute = np.isin(categories, list(COMPUTE_CATEGORIES))
-    is_hidden_candidate = np.isin(categories, ["collective", "host"])
-    is_collective = categories == "collective"
+    # each test once per op, then per event by its op
+    group_of, identities, categories = groups.of_row, groups.identities, groups.categories
+    is_compute = np.isin(categories, list(COMPUTE_CATEGORIES))[group_of]
+    is_hidden_candidate = np.isin(categories, ["collective", "host"])[group_of]
+    is_collective = (categories == "collective")[group_of]
     exposed = np.zeros(len(ops))
     comm_total = 0.0
     all_gaps: list[timeline.Gap] = []
-    timelines = np.unique(timeline_of)
-    for line in timelines:
-        on_device = timeline_of == line
-        dev = device[on_device][0]
-        compute = timeline.union(start[on_device & is_compute], end[on_device & is_compute])
-        candidates = np.nonzero(on_device & is_hidden_candidate)[0]
+    # each timeline's events, in row order, by one stable sort of the timeline numbers
+    order = np.argsort(timeline_of, kind="stable")
+    bounds = np.flatnonzero(np.diff(timeline_of[order])) + 1
+    lines = np.split(order, bounds)
+    for members in lines:
+        dev = device[members[0]]
+        computing = members[is_compute[members]]
+        compute = timeline.union(start[computing], end[computing])
+        candidates = members[is_hidden_candidate[members]]
         if len(candidates):
             covered = timeline.overlap(compute, start[candidates], end[candidates])
             exposed[candidates] = np.maximum((end[candidates] - start[candidates]) - covered, 0.0)
-        busy = timeline.union(start[on_device], end[on_device])
+        busy = timeline.union(start[members], end[members])
         all_gaps.extend(timeline.gaps(busy, int(dev), largest=5))
-        mine = on_device & is_collective
+        mine = members[is_collective[members]]
         comm_total += float((end[mine] - start[mine]).sum())
-    n = max(len(timelines), 1)
-    frame = op_identity(ops, "op_name").assign(x=exposed)[is_hidden_candidate]
-    exposed_by_op = {
-        (str(m), str(p), str(o)): float(v)
-        for (m, p, o), v in frame.groupby(["module", "program", "name"])["x"].sum().items()
-    }
+    n = max(len(lines), 1)
+    # Exposed time per op identity, summed over its events in row order; built per op (few),
+    # not per event (many).
+    keys = list(zip(identities["module"], identities["program"], identities["name"], strict=True))
+    identity_of_group, unique_keys = pd.factorize(pd.Series(keys, dtype=object))
+    hidden = pd.Series(exposed[is_hidden_candidate])
+    sums = hidden.groupby(identity_of_group[group_of[is_hidden_candidate]]).sum()
+    exposed_by_op = dict(
+        sorted((tuple(map(str, unique_keys[i])), float(v)) for i, v in sums.items())
+    )
     all_gaps.sort(key=lambda g: -g.duration_s)
     top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]
     comm_exposed = float(exposed[is_collective].sum())

@@ -33,6 +33,7 @@ from profan.roofline.facts import (
 from profan.roofline.megacore import Accounting
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
+from profan.trace.profile import OP_IDENTITY, row_groups
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -98,7 +99,7 @@ def per_op_rows(
     """One row per (module, op) with the per-execution cost and roofline times (``chip``: the
     figures the trace's accounting is scored against, see ``profan.roofline.megacore``)."""
     spans_by_op = async_spans(profile)
-    ops = profile.ops.assign(_key=key_column(profile.ops["module_key"]))
+    ops = profile.ops
     aggregations: dict[str, tuple[str, str]] = {
         "occurrences": ("duration_s", "size"),
         "measured_s": ("duration_s", "sum"),
@@ -106,8 +107,22 @@ def per_op_rows(
     for column in ("trace_flops", "trace_bytes_accessed", "source"):
         if column in ops:
             aggregations[column] = (column, "first")  # first non-null value
-    grouped = ops.groupby(["module", "_key", "op_name"], sort=False, dropna=False)
-    summary = grouped.agg(**aggregations).reset_index()
+    # One row per op, in order of first appearance (the groups of the op's identity columns).
+    group_of, first_rows = row_groups(ops, OP_IDENTITY)
+    firsts = ops.iloc[first_rows]
+    summary = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "module": firsts["module"].to_numpy(dtype=object),
+                    "_key": key_column(firsts["module_key"]).to_numpy(),
+                    "op_name": firsts["op_name"].to_numpy(dtype=object),
+                }
+            ),
+            ops.groupby(group_of, sort=False).agg(**aggregations).reset_index(drop=True),
+        ],
+        axis=1,
+    )
     scorings: dict[str, _ModuleScoring] = {}
     slice_devices = profile.device.count or None
     rows = []

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction
+from profan.trace.profile import row_groups
 from profan.units import seconds
 
 if TYPE_CHECKING:
@@ -42,8 +43,8 @@ def device_keys(ops: pd.DataFrame) -> pd.Series:
     columns = [c for c in ("host", "device") if c in ops]
     if not len(ops) or not columns:
         return pd.Series(pd.Categorical(["0"] * len(ops)), index=ops.index)
-    codes = ops.groupby(columns, sort=False, dropna=False).ngroup().to_numpy()
-    firsts = ops[columns].drop_duplicates()
+    codes, first_rows = row_groups(ops, columns)
+    firsts = ops[columns].iloc[first_rows]
     labels = ["/".join(str(v) for v in row) for row in firsts.itertuples(index=False)]
     return pd.Series(pd.Categorical.from_codes(codes, labels), index=ops.index)
 
@@ -109,15 +110,21 @@ def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
     """For each row of ``profile.ops`` (an op execution), the position of its op's row in
     ``per_op`` (``-1`` where it has none): one join shared by steps, checks and the timeline."""
     ops = profile.ops
-    table = pd.DataFrame(
-        {
-            "_key": key_column(per_op["module_key"]),
-            "op_name": per_op["name"].astype(object),
-            "_row": np.arange(len(per_op)),
-        }
-    ).drop_duplicates(["_key", "op_name"])
-    events = pd.DataFrame(
-        {"_key": key_column(ops["module_key"]), "op_name": ops["op_name"].astype(object)}
-    )
-    joined = events.merge(table, on=["_key", "op_name"], how="left")
-    return joined["_row"].fillna(-1).to_numpy(dtype=np.int64)
+    row_of: dict[tuple[str, str | None], int] = {}
+    for row, key, name in zip(
+        range(len(per_op)), key_column(per_op["module_key"]), per_op["name"], strict=True
+    ):
+        row_of.setdefault((key, _name(name)), row)
+    # Per distinct (module key, op name) of the events, not per event.
+    group_of, first_rows = row_groups(ops, ("module_key", "op_name"))
+    firsts = ops.iloc[first_rows]
+    found = [
+        row_of.get((key, _name(name)), -1)
+        for key, name in zip(key_column(firsts["module_key"]), firsts["op_name"], strict=True)
+    ]
+    return np.asarray(found, dtype=np.int64)[group_of]
+
+
+def _name(value: object) -> str | None:
+    """An op name as a lookup key (a missing name matches a missing name, as a merge would)."""
+    return None if pd.isna(value) else str(value)

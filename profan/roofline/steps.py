@@ -31,6 +31,7 @@ import pandas as pd
 from profan.chips import Chip
 from profan.roofline.spans import device_keys
 from profan.roofline.terms import BOUNDS
+from profan.trace.join import spread_category
 from profan.units import seconds
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ def _executions(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> pd.
     """Every op execution that belongs to a step, with its per-execution roofline figures
     (``rows``: each execution's row in ``per_op``, see ``spans.event_rows``)."""
     ops = profile.ops
+    in_step = ops["step"].notna().to_numpy()  # executions outside every step are left out
+    rows = rows[in_step]
     occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1).to_numpy(dtype=float)
     known = rows >= 0
     safe = np.where(known, rows, 0)
@@ -60,27 +63,30 @@ def _executions(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> pd.
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float) / occurrences
         return np.where(known, numbers[safe], fill)
 
+    def per_execution_label(values: pd.Series, fill: str | None) -> pd.Categorical:
+        """An op's label on each of its executions (``fill`` where it has no op row), as a
+        categorical: the labels are few, the executions many."""
+        labels = np.append(values.astype(object).to_numpy(), np.array([fill], dtype=object))
+        return spread_category(labels, np.where(known, safe, len(labels) - 1))
+
     frame = pd.DataFrame(
         {
-            "step": ops["step"],
-            "device": device_keys(ops),
-            "start_s": ops["start_s"],
-            "duration_s": ops["duration_s"],
+            "step": ops["step"].array[in_step],
+            "device": device_keys(ops).array[in_step],
+            "start_s": ops["start_s"].to_numpy()[in_step],
+            "duration_s": ops["duration_s"].to_numpy()[in_step],
             "_roofline": per_execution(per_op["roofline_s"]),
             "_flops": per_execution(per_op["flops"], np.nan),
-            "_bound": np.where(
-                known, per_op["bound_by"].astype(object).to_numpy()[safe], "unknown"
-            ),
+            "_bound": per_execution_label(per_op["bound_by"], "unknown"),
             "_async": np.where(known, per_op["async_role"].notna().to_numpy()[safe], False),
-            "_link": np.where(known, per_op["link"].astype(object).to_numpy()[safe], None),
+            "_link": per_execution_label(per_op["link"], None),
         },
-        index=ops.index,
+        index=ops.index[in_step],
     )
     for term in TERMS:
         frame[f"_{term}"] = per_execution(per_op[term])
     if "trace_model_flops" in ops:
-        frame["trace_model_flops"] = ops["trace_model_flops"]
-    frame = frame[frame["step"].notna()]
+        frame["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[in_step]
     frame["_async"] = frame["_async"].astype(bool)
     frame["_end"] = frame["start_s"] + frame["duration_s"]
     # An op measured faster than its roofline (the model over-counts it; Score.ops says why)

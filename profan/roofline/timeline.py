@@ -42,16 +42,17 @@ def _shares(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, float]:
         # no two intervals overlap (the usual case): each keeps its own duration
         span = float(reach[-1] - starts[order][0]) if len(order) else 0.0
         return ends - starts, span - float((ends - starts).sum())
-    edges = np.unique(np.concatenate([starts, ends]))
+    count = len(starts)
+    # one sort of all the ends: each start's and end's place among the distinct edges
+    edges, place = np.unique(np.concatenate([starts, ends]), return_inverse=True)
+    first, last = place[:count], place[count:]
     lengths = np.diff(edges)
-    # intervals covering each elementary segment [edges[k], edges[k + 1])
-    opened = np.searchsorted(np.sort(starts), edges[:-1], side="right")
-    closed = np.searchsorted(np.sort(ends), edges[:-1], side="right")
-    running = opened - closed
+    # intervals covering each elementary segment [edges[k], edges[k + 1]): those started at or
+    # before edges[k], less those ended by then
+    change = np.bincount(first, minlength=len(edges)) - np.bincount(last, minlength=len(edges))
+    running = np.cumsum(change)[:-1]
     weight = np.where(running > 0, lengths / np.maximum(running, 1), 0.0)
     cumulative = np.concatenate([[0.0], np.cumsum(weight)])
-    first = np.searchsorted(edges, starts)
-    last = np.searchsorted(edges, ends)
     idle = float(lengths[running == 0].sum())
     return cumulative[last] - cumulative[first], idle
 

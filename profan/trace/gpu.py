@@ -110,7 +110,6 @@ def _executions(columns: dict[str, np.ndarray]) -> dict[str, Any]:
         "start_ps": columns["start"][firsts],
         "duration_ps": np.bincount(group, weights=columns["duration"]).astype(np.int64),
         "kernel_count": np.bincount(group).astype(np.int64),
-        "line": "kernels",  # one shared str (_OpColumns.add fills the column)
     }
 
 

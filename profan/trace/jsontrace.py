@@ -105,7 +105,6 @@ def read_host_json(path: str, host: str) -> HostTrace:
             start_ps=np.array(rows["start"], dtype=np.int64),
             duration_ps=np.array(rows["dur"], dtype=np.int64),
             run_id=np.array(rows["run_id"], dtype=np.int64),
-            line="json",
         )
         trace.ops = builder.finish()
         for ordinal in sorted({o for _, o in device_of.values()}):

@@ -19,45 +19,70 @@ import pandas as pd
 from profan.cache import cached_module
 from profan.errors import TraceError
 from profan.hlo.model import Module
-from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME, attribute
+from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
+    idle_cpus,
+    map_beside,
     map_hosts,
     scheduler_address,
     trim_heap,
+    worker_count,
 )
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
+from profan.trace.join import as_category, join_ops, module_key, spread_category
 from profan.trace.options import LoadOptions
 from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
-from profan.trace.xplane import read_host
+from profan.trace.xplane import is_local_plain, merge_parts, read_host
 
 MAX_EXAMPLES = 5
+# A host file this big or bigger, when it is the only one, is read by several processes at
+# once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to this many:
+# starting a worker and sending its columns back cost ~0.1 s, so smaller files are read whole.
+SPLIT_HOST_BYTES = 32 * 2**20
+MAX_HOST_SHARES = 4
+
+# (path, host, format, columns to keep, share of the host or None)
+ReadTask = tuple[str, str, str, frozenset[str] | None, tuple[int, int] | None]
 
 
-def _read_one(task: tuple[str, str, str, frozenset[str] | None]) -> HostTrace:
-    path, host, fmt, keep = task
+def _read_one(task: ReadTask) -> HostTrace:
+    path, host, fmt, keep, part = task
     if fmt == "xplane":
-        return read_host(path, host, keep)
+        return read_host(path, host, keep, part)
     from profan.trace.jsontrace import read_host_json
 
     return read_host_json(path, host)
 
 
-def _read_in_worker(
-    task: tuple[str, str, str, frozenset[str] | None],
-) -> HostTrace | tuple[str, str]:
+def _read_in_worker(task: ReadTask) -> HostTrace | tuple[str, str]:
     # TraceError does not survive pickling (its constructor takes two arguments): send it back
     # as (path, reason) and raise it again in the parent.
     try:
         return _read_one(task)
     except TraceError as error:
         return (error.path, error.reason)
+
+
+def _host_shares(
+    tasks: list[ReadTask], sizes: list[int], workers: int | None, scheduler: str | None
+) -> int:
+    """How many processes read the one host of ``tasks``: 1 unless it is a single big local
+    xplane file; then the workers asked for (``--workers 1`` reads it whole), else this process
+    and one more per CPU the machine leaves idle (on a busy machine a second process only adds
+    its start-up and the transfer of its share)."""
+    if scheduler or len(tasks) != 1 or tasks[0][2] != "xplane" or sizes[0] < SPLIT_HOST_BYTES:
+        return 1
+    if not is_local_plain(tasks[0][0]):
+        return 1  # a remote or compressed file would be fetched or decompressed once a share
+    wanted = worker_count(workers) or 1 + idle_cpus()
+    return max(1, min(wanted, os.cpu_count() or 1, MAX_HOST_SHARES))
 
 
 def sizes_of(run: Run) -> list[int]:
@@ -82,12 +107,23 @@ def load_events(
     progress = progress or Progress(len(sizes), sum(sizes), False)
     scheduler = scheduler_address(opts.scheduler)
     keep = _raw_columns(columns)
-    tasks = [
-        (str(file), host, found.formats[host], keep) for host, file in sorted(found.files.items())
+    tasks: list[ReadTask] = [
+        (str(file), host, found.formats[host], keep, None)
+        for host, file in sorted(found.files.items())
     ]
-    hosts = map_hosts(
-        _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
-    )
+    shares = _host_shares(tasks, sizes, workers, scheduler)
+    if shares > 1:  # one big host: read by several processes, a share each
+        path_, host_, fmt, _, _ = tasks[0]
+        parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
+        read = map_beside(_read_in_worker, parts)
+        for result in read:
+            if isinstance(result, tuple):
+                raise TraceError(*result)
+        hosts = [merge_parts(read)]
+    else:
+        hosts = map_hosts(
+            _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
+        )
     trim_heap()  # the readers' temporaries, before the tables are built
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
@@ -124,9 +160,9 @@ def load_events(
     for host in hosts:
         module_names.update(host.module_names)
     unmatched_counter: dict[str, Counter[str]] = defaultdict(Counter)
-    _join(ops, modules, keys_by_program, keys_by_name, module_names, unmatched_counter)
+    join_ops(ops, modules, keys_by_program, keys_by_name, module_names, unmatched_counter)
     if len(async_ops):
-        _join(
+        join_ops(
             async_ops,
             modules,
             keys_by_program,
@@ -224,21 +260,27 @@ def _frame(
     starts = _joined([columns.pop("start_ps") + (host.base_ns - base_ns) * 1000
                       for host, columns in parts])  # fmt: skip
     order = np.argsort(starts, kind="stable")
+    host_rows = np.repeat(np.arange(len(parts)), counts)[order]
     data = {
-        "host": np.repeat(np.array([host.host for host, _ in parts], dtype=object), counts),
-        "device_kind": np.repeat(
-            np.array([host.kind or "CPU" for host, _ in parts], dtype=object), counts
+        "host": spread_category(
+            np.array([host.host for host, _ in parts], dtype=object), host_rows
+        ),
+        "device_kind": spread_category(
+            np.array([host.kind or "CPU" for host, _ in parts], dtype=object), host_rows
         ),
     }
+    del host_rows
     for name in names:
         pieces = [
             columns.pop(name) if name in columns else np.full(count, None, dtype=object)
             for (_, columns), count in zip(parts, counts, strict=True)
         ]
-        data[name] = _joined(pieces)
-    data["_start_ps"] = starts
-    for name, values in data.items():
-        data[name] = values[order]  # the unsorted column is freed here
+        values = _joined(pieces)
+        del pieces
+        # Strings become categorical here, once: the join, the steps and the table use the codes.
+        data[name] = as_category(values[order]) if values.dtype == object else values[order]
+    data["_start_ps"] = starts[order]
+    del starts
     return pd.DataFrame(data, copy=False)
 
 
@@ -382,9 +424,7 @@ def _attribute_graph_kernels(
         {"device": columns["device"], "program": columns["program"], "module": columns["module"]}
     ).groupby(["device", "program", "module"], sort=False, dropna=False)
     for (_, program, module_name), rows in groups.indices.items():
-        key, _reason = _module_key(
-            int(program), module_name, modules, keys_by_program, keys_by_name
-        )
+        key, _reason = module_key(int(program), module_name, modules, keys_by_program, keys_by_name)
         if key is None:
             continue
         if int(program) not in ids and int(program) in host.hlo_protos:
@@ -418,123 +458,6 @@ def _attribute_graph_kernels(
         host.ops = {n: np.concatenate([host.ops[n], part[n]]) for n in host.ops}
 
 
-# --------------------------------------------------------------------------------- join
-
-
-def _instruction_names(module: Module) -> set[str]:
-    return {i.name for c in module.computations for i in c.instructions}
-
-
-def _join(
-    frame: pd.DataFrame,
-    modules: dict[str, Module],
-    keys_by_program: dict[int, str],
-    keys_by_name: dict[str, list[str]],
-    module_names: dict[int, str],
-    unmatched: dict[str, Counter[str]],
-    label: str = "",
-) -> None:
-    """Set ``module``, ``module_key`` and ``matched``; count what does not join, per reason."""
-    program = frame["program_id"].to_numpy()
-    module = frame["module"].to_numpy(dtype=object).copy()
-    missing_name = pd.isna(module)
-    if missing_name.any():
-        fill = np.array(
-            [module_names.get(int(p)) if p != PROGRAM_NA else None for p in program[missing_name]],
-            dtype=object,
-        )
-        module[missing_name] = fill
-    frame["module"] = module
-    # Distinct (program, module, op) triples: factorize each column, combine the codes (in
-    # place: on a big host each full-length temporary is megabytes).
-    combined, program_values = pd.factorize(program)
-    combined = combined.astype(np.int64, copy=False)
-    del program, module
-    module_codes, module_values = pd.factorize(
-        frame["module"].to_numpy(dtype=object), use_na_sentinel=False
-    )
-    combined *= len(module_values) + 1
-    combined += module_codes
-    del module_codes
-    op_codes, op_values = pd.factorize(
-        frame["op_name"].to_numpy(dtype=object), use_na_sentinel=False
-    )
-    combined *= len(op_values) + 1
-    combined += op_codes
-    del op_codes
-    # sort=True: the uniques in np.unique's order, without its full-length sorted copies
-    codes, unique_combined = pd.factorize(combined, sort=True)
-    del combined
-    op_part = unique_combined % (len(op_values) + 1)
-    module_part = (unique_combined // (len(op_values) + 1)) % (len(module_values) + 1)
-    program_part = unique_combined // ((len(op_values) + 1) * (len(module_values) + 1))
-
-    def _text(value: object) -> str:
-        return "\x00" if value is None or (isinstance(value, float) and np.isnan(value)) else value
-
-    uniques = [
-        (program_values[p], _text(module_values[m]), _text(op_values[o]))
-        for p, m, o in zip(program_part, module_part, op_part, strict=True)
-    ]
-    names_cache: dict[str, set[str]] = {}
-    keys = np.empty(len(uniques), dtype=object)
-    matched = np.zeros(len(uniques), dtype=bool)
-    reasons: list[str | None] = [None] * len(uniques)
-    for index, (program_id, module_name, op_name) in enumerate(uniques):
-        module_name = None if module_name == "\x00" else module_name
-        op_name = None if op_name == "\x00" else op_name
-        key, reason = _module_key(
-            int(program_id), module_name, modules, keys_by_program, keys_by_name
-        )
-        keys[index] = key
-        if key is not None and op_name is not None:
-            if key not in names_cache:
-                names_cache[key] = _instruction_names(modules[key])
-            if op_name in names_cache[key]:
-                matched[index] = True
-                continue
-            reason = (
-                UNATTRIBUTED
-                if UNATTRIBUTED_NAME.match(op_name)
-                else "op not found in its module's HLO"
-            )
-        elif op_name is None:
-            reason = "event without an op name"
-        reasons[index] = (reason or "unknown") + label
-    frame["module_key"] = keys[codes]
-    frame["matched"] = matched[codes]
-    counts = np.bincount(codes, minlength=len(uniques))
-    for index, reason in enumerate(reasons):
-        if reason is None:
-            continue
-        program_id, module_name, op_name = uniques[index]
-        where = module_name if module_name != "\x00" else f"program {program_id}"
-        unmatched[reason][f"{where}/{op_name}"] += int(counts[index])
-
-
-def _module_key(
-    program_id: int,
-    module_name: str | None,
-    modules: dict[str, Module],
-    keys_by_program: dict[int, str],
-    keys_by_name: dict[str, list[str]],
-) -> tuple[str | None, str | None]:
-    if program_id != PROGRAM_NA and program_id in keys_by_program:
-        key = keys_by_program[program_id]
-        if key in modules:
-            return key, None
-    if module_name is None:
-        if program_id == PROGRAM_NA:
-            return None, "event names neither a module nor a program id"
-        return None, "no HLO for the event's program id"
-    candidates = [k for k in keys_by_name.get(module_name, []) if k in modules]
-    if len(candidates) == 1:
-        return candidates[0], None
-    if len(candidates) > 1:
-        return None, "module name matches several programs and the event has no program id"
-    return None, "no HLO for the event's module"
-
-
 # ------------------------------------------------------------------------------- device
 
 
@@ -550,8 +473,10 @@ def _device_info(kind: str, hosts: list[HostTrace], ops: pd.DataFrame) -> Device
     peak_flops = stats.get("peak_teraflops_per_second")
     peak_hbm = stats.get("peak_hbm_bw_gigabytes_per_second")
     device_count = sum(len(h.devices) for h in hosts)
-    if not device_count:
-        device_count = int(ops.groupby(["host", "device"]).ngroups)
+    if not device_count:  # no device planes (CPU): the (host, device ordinal) pairs seen
+        device_codes, devices = pd.factorize(ops["device"].to_numpy())
+        pairs = ops["host"].array.codes.astype(np.int64) * (len(devices) + 1) + device_codes
+        device_count = len(pd.unique(pairs))
     return DeviceInfo(
         kind=kind,
         type_string=type_string if isinstance(type_string, str) else None,

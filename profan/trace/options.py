@@ -22,7 +22,8 @@ class LoadOptions:
     #: The run directory's name under ``plugins/profile`` (default: the newest run).
     run: str | None = None
     #: Processes that read hosts in parallel (default: one per CPU, at most one per host;
-    #: 1 reads every host in the calling process).
+    #: 1 reads every host in the calling process).  One big host (>= 32 MiB, local) is read
+    #: in that many shares at once (default: one more process per idle CPU, at most 4).
     workers: int | None = None
     #: Reuse and keep what was read (the HLO modules, the loaded profile or each pod host's
     #: reduced result) under the user's cache directory (``profan.paths.cache_dir``, see

@@ -50,6 +50,7 @@ class HostTrace:
     # attributed to instructions: column name -> one array per device plane.
     graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
+    host_launches: int = 0  # /host:CPU events with hlo_op beside device planes (not ops)
     planes: list[str] = field(default_factory=list)  # plane names, for error messages
 
 
@@ -194,7 +195,6 @@ class _OpColumns:
         "source",
         "run_id",
         "kernel_count",
-        "line",
     )
 
     def __init__(self, keep: Collection[str] | None = None) -> None:
@@ -214,7 +214,6 @@ class _OpColumns:
             "trace_bytes_accessed": np.nan,
             "trace_model_flops": np.nan,
             "kernel_count": 1,
-            "line": None,
             "op_name": None,
             "device": NA_INT,
         }
@@ -224,10 +223,6 @@ class _OpColumns:
                 default = defaults[name]
                 dtype = object if default is None else np.asarray(default).dtype
                 value = np.full(count, default, dtype=dtype)
-            elif isinstance(value, str):
-                # One shared object: np.full(count, text, dtype=object) makes a str per row.
-                text, value = value, np.empty(count, dtype=object)
-                value.fill(text)
             elif not isinstance(value, np.ndarray):
                 value = np.full(count, value)
             self.parts[name].append(value)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction, Module
@@ -32,6 +34,32 @@ OP_DTYPES: dict[str, str] = {
     "kernel_count": "int64",  # kernels the op launched (GPU), else 1
 }
 OP_COLUMNS: tuple[str, ...] = tuple(OP_DTYPES)[: list(OP_DTYPES).index("matched") + 1]
+# What tells one HLO op from another in ``Profile.ops`` (also when programs share a module name).
+OP_IDENTITY = ("module", "module_key", "op_name")
+
+
+def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The group of each row of ``frame`` (rows alike in ``columns``, a missing value being a
+    value of its own), numbered in order of first appearance as ``groupby(columns, sort=False,
+    dropna=False).ngroup()`` numbers them, and each group's first row.  Categorical columns
+    are grouped by their codes: no value is hashed per row."""
+    combined = np.zeros(len(frame), dtype=np.int64)
+    for column in columns:
+        values = frame[column].array
+        if isinstance(values, pd.Categorical):
+            codes, size = values.codes.astype(np.int64) + 1, len(values.categories) + 1
+        else:
+            codes, uniques = pd.factorize(values, use_na_sentinel=False)
+            size = len(uniques)
+        combined *= size
+        combined += codes
+    group_of = pd.factorize(combined)[0].astype(np.int64, copy=False)
+    # Groups are numbered as they first appear: a row starts its group where the running
+    # maximum of the numbers grows.
+    running = np.maximum.accumulate(group_of)
+    first = np.ones(len(group_of), dtype=bool)
+    first[1:] = running[1:] > running[:-1]
+    return group_of, np.flatnonzero(first)
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from profan.trace.planes import NA_INT, HostTrace
+from profan.trace.profile import row_groups
 
 
 def assign_steps(
@@ -74,9 +75,11 @@ def steps_by_time(
     if by_execution and "run_id" in part and (part["run_id"] != NA_INT).any():
         # CPU: an execution's ops run on several threads; date the whole execution by its
         # first op so every op of one (run_id, device) lands in the same step.
-        group = part.groupby(["run_id", "device"], sort=False)["_start_ps"].transform("min")
+        execution, _ = row_groups(part, ("run_id", "device"))
+        first = np.full(int(execution.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, execution, times)
         has_run = part["run_id"].to_numpy() != NA_INT
-        times = np.where(has_run, group.to_numpy(), times)
+        times = np.where(has_run, first[execution], times)
     slot = np.searchsorted(starts, times, side="right") - 1
     valid = (slot >= 0) & (times < ends[np.clip(slot, 0, None)])
     values = pd.array(np.where(valid, numbers[np.clip(slot, 0, None)], 0), dtype="Int64")

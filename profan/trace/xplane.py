@@ -69,7 +69,7 @@ from profan.trace.planes import (
     plane_stats,
 )
 from profan.trace.schema import load_schema
-from profan.trace.space import Plane, open_stream, read_planes
+from profan.trace.space import Line, Plane, open_stream, read_planes
 from profan.trace.storage import RemotePath, as_path
 from profan.trace.wire import EventArrays
 
@@ -95,11 +95,72 @@ def read_bytes(path: Path | RemotePath) -> bytes:
     return data
 
 
-def read_host(path: str, host: str, keep: Collection[str] | None = None) -> HostTrace:
+def read_host(
+    path: str,
+    host: str,
+    keep: Collection[str] | None = None,
+    part: tuple[int, int] | None = None,
+) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs);
-    ``keep``: the op columns to build (all when None)."""
+    ``keep``: the op columns to build (all when None).  ``part=(index, count)``: only that share
+    of the host's op-bearing planes and lines (``merge_parts`` of every share is the whole
+    host, as one read would give it: one big host is read by several processes)."""
     with open_planes(path) as planes:
-        return _read_planes(planes, host, path, keep)
+        trace = _read_planes(planes, host, path, keep, part)
+    if part is None:
+        _note_host_launches(trace)
+    return trace
+
+
+def merge_parts(parts: list[HostTrace]) -> HostTrace:
+    """The host that the ``read_host(..., part=(i, n))`` of ``i = 0..n-1`` read together, in
+    that order: what one ``read_host`` would give."""
+    trace = parts[0]
+    trace.ops = _joined_columns([part.ops for part in parts])
+    trace.async_ops = _joined_columns([part.async_ops for part in parts])
+    trace.module_runs = _joined_columns([part.module_runs for part in parts])
+    for part in parts[1:]:
+        trace.hlo_protos.update(part.hlo_protos)
+        trace.step_marks.extend(part.step_marks)
+        for program_id, name in part.module_names.items():
+            trace.module_names.setdefault(program_id, name)
+        for name, arrays in part.graph_kernels.items():
+            trace.graph_kernels[name].extend(arrays)
+        trace.host_launches += part.host_launches
+        trace.notes.extend(part.notes)
+    _note_host_launches(trace)
+    return trace
+
+
+def _joined_columns(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    tables = [table for table in tables if table]
+    if len(tables) < 2:
+        return tables[0] if tables else {}
+    return {name: np.concatenate([table.pop(name) for table in tables]) for name in list(tables[0])}
+
+
+def _note_host_launches(trace: HostTrace) -> None:
+    if trace.host_launches:
+        trace.notes.append(
+            f"{trace.host_launches} host-side events with hlo_op (kernel launches / dispatch on "
+            "/host:CPU) were not counted as op executions: the device planes record those"
+        )
+
+
+def _share(weights: list[int], part: tuple[int, int] | None) -> set[int]:
+    """The units (planes or lines, by index) of ``part=(index, count)``: consecutive units of
+    about ``1/count`` of the total weight (bytes) each; all of them when ``part`` is None."""
+    if part is None:
+        return set(range(len(weights)))
+    index, count = part
+    total = sum(weights) or 1
+    mine, before = set(), 0
+    for unit, weight in enumerate(weights):
+        # a unit belongs to the share its middle falls in
+        if min(int((before + weight / 2) * count / total), count - 1) == index:
+            mine.add(unit)
+        before += weight
+    return mine
 
 
 @contextmanager
@@ -107,7 +168,7 @@ def open_planes(path: str) -> Iterator[list[Plane]]:
     """The planes of one xplane file, each decoded without its lines (``profan.trace.space``):
     a local plain file is read with seeks while the context is open."""
     file = as_path(path)
-    local = isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
+    local = is_local_plain(path)
     try:
         stream = open_stream(None if local else read_bytes(file), str(file) if local else None)
     except OSError as error:
@@ -137,6 +198,12 @@ def embedded_programs(plane: Plane) -> Iterator[tuple[str, int, bytes]]:
             yield module_name, program_id, proto
 
 
+def is_local_plain(path: str) -> bool:
+    """A local file read with seeks (not remote, not gzip-compressed)."""
+    file = as_path(path)
+    return isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
+
+
 def _is_plain(file: Path) -> bool:
     """A local file that is not gzip-compressed (whatever its name)."""
     try:
@@ -147,7 +214,11 @@ def _is_plain(file: Path) -> bool:
 
 
 def _read_planes(
-    planes: list[Plane], host: str, path: str, keep: Collection[str] | None = None
+    planes: list[Plane],
+    host: str,
+    path: str,
+    keep: Collection[str] | None = None,
+    part: tuple[int, int] | None = None,
 ) -> HostTrace:
     trace = HostTrace(host=host, path=path, planes=[plane.name for plane in planes])
     device_planes = []
@@ -159,7 +230,10 @@ def _read_planes(
         elif plane.name == "/host:CPU":
             host_plane = plane
         elif plane.name == "/host:metadata":
-            _read_metadata(plane, trace)
+            # The programs' bytes go with one share only: the last, which the parent reads
+            # (executors.map_hosts gives the first tasks to the workers), so they never cross
+            # a process boundary.
+            _read_metadata(plane, trace, with_protos=part is None or part[0] == part[1] - 1)
     timestamps = [
         line.timestamp_ns
         for _, _, plane in device_planes
@@ -173,29 +247,41 @@ def _read_planes(
     builder = _OpColumns(keep)
     async_builder = _OpColumns()
     runs = _OpColumns()
+    # What a share of the host reads: whole device planes (a GPU plane's kernels are grouped
+    # across its lines), then the host plane's lines one by one.
+    host_lines = host_plane.lines if host_plane is not None else []
+    mine = _share(
+        [sum(line.end - line.start for line in plane.lines) for _, _, plane in device_planes]
+        + [line.end - line.start for line in host_lines],
+        part,
+    )
+    my_lines = [line for i, line in enumerate(host_lines) if len(device_planes) + i in mine]
     if device_planes:
         kinds = {kind for kind, _, _ in device_planes}
         trace.kind = "TPU" if "TPU" in kinds else "GPU"
-        for kind, ordinal, plane in device_planes:
+        for index, (kind, ordinal, plane) in enumerate(device_planes):
             trace.devices[ordinal] = plane_stats(plane)
+            if index not in mine:
+                continue
             if kind == "TPU":
                 _read_tpu_plane(plane, ordinal, trace, builder, async_builder, runs, path)
             else:
                 read_gpu_plane(plane, ordinal, trace, builder, path)
         if host_plane is not None:
-            _read_host_plane(host_plane, trace, None, path)
+            _read_host_plane(host_plane, my_lines, trace, None, path)
     elif host_plane is not None:
         trace.kind = "CPU"
-        _read_host_plane(host_plane, trace, builder, path)
+        _read_host_plane(host_plane, my_lines, trace, builder, path)
     trace.ops = builder.finish()
     trace.async_ops = async_builder.finish()
     trace.module_runs = runs.finish()
     return trace
 
 
-def _read_metadata(plane: Plane, trace: HostTrace) -> None:
+def _read_metadata(plane: Plane, trace: HostTrace, with_protos: bool = True) -> None:
     for module_name, program_id, proto in embedded_programs(plane):
-        trace.hlo_protos[program_id] = (module_name, proto)
+        if with_protos:
+            trace.hlo_protos[program_id] = (module_name, proto)
         trace.module_names[program_id] = module_name
 
 
@@ -271,7 +357,6 @@ def _read_tpu_plane(
                 device=np.full(count, ordinal, dtype=np.int64),
                 start_ps=start,
                 duration_ps=events.duration_ps,
-                line=line.name,
                 **columns,
             )
 
@@ -327,8 +412,12 @@ def _columns_with_metadata(
     }
 
 
-def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, path: str) -> None:
-    """CPU op events (when ``ops`` is given) and StepTraceAnnotation events."""
+def _read_host_plane(
+    plane: Plane, lines: list[Line], trace: HostTrace, ops: _OpColumns | None, path: str
+) -> None:
+    """CPU op events (when ``ops`` is given) and StepTraceAnnotation events of ``lines`` (of
+    ``plane``); events with hlo_op are counted in ``trace.host_launches`` when ``ops`` is
+    None."""
     stats = _PlaneStats(plane)
     hlo_op = stats.id("hlo_op")
     step_num = stats.id("step_num")
@@ -340,8 +429,7 @@ def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, pat
         for n in ("hlo_op", "hlo_module", "program_id", "run_id", "device_ordinal", "step_num")
         if stats.id(n) is not None
     ]
-    host_launches = 0
-    for line in plane.lines:
+    for line in lines:
         if not line.has_events:
             continue
         for events in _line_chunks(line, path, wanted_stats=wanted, require_stats=require):
@@ -367,7 +455,7 @@ def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, pat
             is_op = np.zeros(count, dtype=bool)
             is_op[events.stat_event[events.stat_metadata_id == hlo_op]] = True
             if ops is None:
-                host_launches += int(is_op.sum())
+                trace.host_launches += int(is_op.sum())
                 continue
             rows = np.flatnonzero(is_op)
             if not rows.size:
@@ -387,13 +475,7 @@ def _read_host_plane(plane: Plane, trace: HostTrace, ops: _OpColumns | None, pat
                 start_ps=start[rows],
                 duration_ps=events.duration_ps[rows],
                 run_id=run_ids[rows],
-                line=line.name,
             )
-    if host_launches:
-        trace.notes.append(
-            f"{host_launches} host-side events with hlo_op (kernel launches / dispatch on "
-            "/host:CPU) were not counted as op executions: the device planes record those"
-        )
 
 
 __all__ = [
@@ -401,6 +483,8 @@ __all__ = [
     "PROGRAM_NA",
     "HostTrace",
     "embedded_programs",
+    "is_local_plain",
+    "merge_parts",
     "open_planes",
     "plane_stats",
     "read_bytes",
