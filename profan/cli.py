@@ -22,7 +22,7 @@ from profan.errors import EXIT_INTERNAL, ProfanError
 @dataclass(frozen=True, slots=True)
 class Command:
     help: str  # the line ``profan --help`` lists
-    reads_traces: bool = False  # takes --scheduler and --workers (how hosts are read)
+    reads_traces: bool = False  # takes --scheduler, --workers (how hosts are read), --no-cache
 
 
 TRACES = True  # Command(..., TRACES): the command reads traces
@@ -103,6 +103,12 @@ def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Comman
             help="hosts read at once by local processes (default: $PROFAN_WORKERS, else one "
             "per CPU; one big host is shared out to idle CPUs); peak memory grows with N, not "
             "with the number of hosts",
+        )
+        sub.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="read the trace again and keep nothing: neither use nor fill profan's cache "
+            "(see `profan cache info`)",
         )
     sub.set_defaults(_run=module.run)
 

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from profan.cache.reports import read_text, text_key, write_report, write_text
-from profan.commands.cache import add_no_cache_argument
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, analyse_inputs, cache_key, locate
 
@@ -18,7 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
-    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,16 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("info", "clear"), help="info: sizes; clear: remove")
 
 
-def add_no_cache_argument(parser: argparse.ArgumentParser) -> None:
-    """``--no-cache`` on a command that reads traces."""
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="read the trace again and keep nothing: neither use nor fill profan's cache "
-        "(see `profan cache info`)",
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from profan.cache import store
     from profan.errors import ConfigError

@@ -10,7 +10,6 @@ import msgspec
 
 from profan.cache.inputs import file_input
 from profan.cache.reports import read_output, text_key, write_output
-from profan.commands.cache import add_no_cache_argument
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
 
@@ -35,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chip", help="chip to score against (default: from the trace)")
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
-    add_no_cache_argument(parser)
 
 
 class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):

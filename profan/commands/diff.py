@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from profan.commands.cache import add_no_cache_argument
 from profan.report.layout import terminal_width
 from profan.report.pipeline import Progress, text_for
 
@@ -19,7 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("b", help="trace directory/file or JSON report (after)")
     parser.add_argument("--top", type=int, default=15, help="ops to list (default 15)")
     parser.add_argument("--chip", help="chip to score against (default: from each trace)")
-    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -72,7 +72,13 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress()
     started = time.perf_counter()
     export = exportable(
-        args.trace, chip=args.chip, hlo=args.hlo, run=args.run, config=config, progress=progress
+        args.trace,
+        chip=args.chip,
+        hlo=args.hlo,
+        run=args.run,
+        config=config,
+        progress=progress,
+        use_cache=not getattr(args, "no_cache", False),
     )
     if form == "xplane":
         for host, file, _ in export.hosts:

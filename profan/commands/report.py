@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profan.commands.cache import add_no_cache_argument
 from profan.errors import ConfigError
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for, text_for
@@ -29,7 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
     parser.add_argument("--plots", action="store_true", help="also write plot PNGs under --out")
-    add_no_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -95,10 +95,11 @@ def exportable(
     run: str | None = None,
     config: RuleConfig | None = None,
     progress: Progress | None = None,
+    use_cache: bool = True,
 ) -> Exportable:
     """Analyse ``path`` as ``profan report`` does and prepare its export."""
     progress = progress or Progress(False)
-    analysis = analyse(path, chip=chip, hlo=hlo, run=run, progress=progress)
+    analysis = analyse(path, chip=chip, hlo=hlo, run=run, progress=progress, use_cache=use_cache)
     progress("building the report")
     report = build_report(analysis, config)
     trace_path, _ = resolve_layout(path, hlo)
