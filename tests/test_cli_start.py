@@ -24,9 +24,10 @@ HEAVY = ("numpy", "pandas", "matplotlib", "lark", "google.protobuf")
 MLP_HLO = FIXTURES_DIR / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
 
 
-def _loaded(code: str) -> dict[str, list[str]]:
+def _loaded(code: str, cache_dir: Path | None = None) -> dict[str, list[str]]:
     """Run ``code`` in a fresh interpreter (this checkout first on the path): the heavy
-    libraries and the ``profan.commands`` modules it left in ``sys.modules``."""
+    libraries and the ``profan.commands`` modules it left in ``sys.modules``.  ``cache_dir``:
+    profan's cache for the run (else the session's, which earlier tests may have filled)."""
     report = """
         import json, sys
         print("LOADED " + json.dumps({
@@ -38,6 +39,8 @@ def _loaded(code: str) -> dict[str, list[str]]:
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
     )
+    if cache_dir is not None:
+        env["PROFAN_CACHE_DIR"] = str(cache_dir)
     result = subprocess.run(
         [sys.executable, "-c", program],
         capture_output=True,
@@ -51,7 +54,7 @@ def _loaded(code: str) -> dict[str, list[str]]:
     return json.loads(line.removeprefix("LOADED "))
 
 
-def _cli(*argv: str) -> dict[str, list[str]]:
+def _cli(*argv: str, cache_dir: Path | None = None) -> dict[str, list[str]]:
     return _loaded(
         f"""
         import contextlib, io
@@ -62,7 +65,8 @@ def _cli(*argv: str) -> dict[str, list[str]]:
             except SystemExit as exit:  # --help exits from argparse
                 code = exit.code
         assert code == 0, code
-        """
+        """,
+        cache_dir,
     )
 
 
@@ -97,10 +101,14 @@ def test_hlo_roofline_loads_pandas_when_it_needs_it() -> None:
 
 
 def test_json_report_loads_no_matplotlib(tmp_path: Path) -> None:
-    loaded = _cli("report", str(FIXTURES_DIR / "mlp"), "--format", "json", "--out", str(tmp_path))
-    assert "matplotlib" not in loaded["heavy"]
-    assert "pandas" in loaded["heavy"]
-    assert loaded["commands"] == ["profan.commands.report"]
+    argv = ("report", str(FIXTURES_DIR / "mlp"), "--format", "json", "--out", str(tmp_path))
+    cold = _cli(*argv, cache_dir=tmp_path / "cache")  # an empty cache: the trace is read
+    assert "matplotlib" not in cold["heavy"]
+    assert "pandas" in cold["heavy"]
+    assert cold["commands"] == ["profan.commands.report"]
+    reopened = _cli(*argv, cache_dir=tmp_path / "cache")  # the same report again, from the cache
+    assert not {"pandas", "matplotlib", "lark"} & set(reopened["heavy"]), reopened
+    assert reopened["commands"] == ["profan.commands.report"]
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

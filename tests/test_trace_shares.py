@@ -87,9 +87,9 @@ def test_a_big_host_is_read_in_shares_and_loads_the_same(
 
     monkeypatch.setattr(load_module, "SPLIT_HOST_BYTES", 0)
     monkeypatch.setattr(load_module, "_read_one", counting)
-    alone = profan.load(str(trace), workers=1)
+    alone = profan.load(str(trace), workers=1, use_cache=False)
     assert calls == [None]
-    shared = profan.load(str(trace), workers=2)
+    shared = profan.load(str(trace), workers=2, use_cache=False)  # read again, not re-opened
     assert calls[1:] == [(1, 2)]  # the parent read the last share (with the programs)
     pd.testing.assert_frame_equal(alone.ops, shared.ops)
     pd.testing.assert_frame_equal(alone.steps, shared.steps)
