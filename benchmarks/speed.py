@@ -148,7 +148,7 @@ def report_rows(
         runs["xprof_warm"].append(measure([sys.executable, "-c", XPROF, str(copy)], env))
         empty = {**env, "PROFAN_CACHE_DIR": str(scratch / f"empty{index}")}
         runs["first"].append(measure(report, empty))
-        print(json.dumps({k: v[-1] for k, v in runs.items()}), file=sys.stderr, flush=True)
+        print(json.dumps({k: v[-1] for k, v in runs.items() if v}), file=sys.stderr, flush=True)
     pairs = (
         ("report cold", "cold", "xprof_cold", "XProf overview_page cold", "<= 0.4x"),
         ("report warm (same cache dir)", "warm", "xprof_warm", "XProf with its cache file",
