@@ -10,10 +10,11 @@ import pytest
 from profan.report import rules
 from profan.report.build import build_report
 from profan.report.config import RuleConfig
-from profan.report.format import seconds
+from profan.report.format import bytes_lines, seconds
 from profan.report.model import Report
 from profan.report.pipeline import analyse
 from profan.report.terminal import render
+from profan.units import si
 
 pytestmark = pytest.mark.corpus
 
@@ -118,3 +119,20 @@ def test_markdown_and_html_show_the_wait_and_the_span(v6e_report) -> None:
     data = json.loads(page.split("id='profan-data'>", 1)[1].split("</script>", 1)[0])
     index = [entry["label"] for entry in data["report"]["ops"]].index("copy-done.1")
     assert "<br>".join(data["text"][index]["measured"]) == cell
+
+
+def test_bytes_cell_never_reads_zero_for_an_op_that_moves_bytes(v6e_report) -> None:
+    """A host-offload DMA half moves its bytes in host memory, none in HBM: its cell shows
+    them and their space, not 0B (the figures are the report's own, per space)."""
+    elsewhere_only = 0
+    for op in v6e_report.ops:
+        lines = bytes_lines(op)
+        moved = sum((op.bytes_by_space or {}).values()) + op.ici_bytes
+        if moved > 0:
+            assert not lines[0].startswith("0B"), (op.name, lines)
+        if op.hbm_bytes + op.ici_bytes == 0 and moved > 0:
+            elsewhere_only += 1
+            spaces = [s for s, b in op.bytes_by_space.items() if s != "hbm" and b > 0]
+            assert lines[1] == "in " + "+".join(spaces), (op.name, lines)
+            assert lines[0] == si(sum(op.bytes_by_space.values()), "B")
+    assert elsewhere_only >= 1  # the trace has host-memory halves (copy-start to S(5), …)

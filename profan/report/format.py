@@ -95,8 +95,20 @@ def flops_lines(op: OpEntry) -> list[str]:
 
 
 def bytes_lines(op: OpEntry) -> list[str]:
-    """The bytes cell (HBM + interconnect), marked like ``flops_lines``."""
-    lines = [_marked(op.hbm_bytes + op.ici_bytes, op.bytes_source, "B")]
+    """The bytes cell (HBM + interconnect), marked like ``flops_lines``.  An op that moves
+    nothing there but moves bytes in other memory spaces (a DMA's half that writes host
+    memory, a VMEM-only copy) shows those and says where (``5.37GB`` / ``in host``), so its
+    cell never reads 0 bytes for an op that moves some."""
+    elsewhere = {
+        space: moved
+        for space, moved in (op.bytes_by_space or {}).items()
+        if space != "hbm" and moved > 0
+    }
+    if op.hbm_bytes + op.ici_bytes == 0 and elsewhere:
+        spaces = sorted(elsewhere, key=elsewhere.__getitem__, reverse=True)
+        lines = [_marked(sum(elsewhere.values()), op.bytes_source, "B"), "in " + "+".join(spaces)]
+    else:
+        lines = [_marked(op.hbm_bytes + op.ici_bytes, op.bytes_source, "B")]
     if _disagrees(op.all_space_bytes, op.trace_bytes):
         lines.append(f"trace {si(op.trace_bytes, 'B')}")
     return lines
