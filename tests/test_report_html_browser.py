@@ -203,23 +203,38 @@ def test_sort_by_efficiency_filter_by_flag_open_an_op(launched: Any, built: dict
 
 def test_a_steps_timeline_holds_that_steps_op_events(launched: Any, built: dict) -> None:
     trace, hlo = resolve_layout(built["trace"], None)
-    events = profan.load(trace, hlo=hlo).ops
+    profile = profan.load(trace, hlo=hlo)
+    events = profile.ops
     steps = sorted(int(s) for s in events["step"].dropna().unique())
     step = steps[0] if len(steps) < 3 else steps[1]  # not the page's default (the median step)
     mine = events[events["step"] == step]
+    spans = profile.async_ops  # start-to-done spans of async ops: their own lanes
+    my_spans = spans[spans["step"] == step] if spans is not None else events.iloc[:0]
     with visit(launched, built["page"]) as seen:
         page = seen.page
         page.select_option("#tl-step", str(step))
         page.wait_for_function(f"() => window.profanPage.timeline.stats.step === {step}")
         stats = page.evaluate("window.profanPage.timeline.stats")
         lanes = page.evaluate("window.profanPage.report.timeline.lanes")
-        assert stats["slices"] == len(mine)
+        assert stats["slices"] == len(mine) and stats["spans"] == len(my_spans)
         per_device = mine.groupby(["host", "device"], observed=True).size()
-        want = [int(per_device.get((lane["host"], lane["device"]), 0)) for lane in lanes]
-        assert stats["perLane"] == want and sum(want) == len(mine)
+        in_flight = my_spans.groupby(["host", "device"], observed=True).size()
+        want = [
+            int(
+                (in_flight if lane.get("in_flight") else per_device).get(
+                    (lane["host"], lane["device"]), 0
+                )
+            )
+            for lane in lanes
+        ]
+        assert stats["perLane"] == want and sum(want) == len(mine) + len(my_spans)
+        if spans is not None and len(spans):  # the TPU trace: its transfers are drawn in flight
+            assert len(my_spans) > 0 and any(lane.get("in_flight") for lane in lanes)
+            assert "async spans (start to done)" in page.text_content("#tl-status")
         # at the whole step every slice is in view: drawn as a rectangle or merged into a
         # pixel column with others, never lost
-        assert stats["visible"] == len(mine) == stats["drawn"] + stats["merged"]
+        everything = len(mine) + len(my_spans)
+        assert stats["visible"] == everything == stats["drawn"] + stats["merged"]
         # a click on a slice opens its op
         widest = page.evaluate(
             "(() => { const d = window.profanPage.timeline.data; let w = 0;"

@@ -50,8 +50,14 @@ def _computation_sizes(files: list[Path]) -> dict[str, int]:
 
 
 def _events(path: Path) -> pd.DataFrame:
+    """The trace's op events and its async ops' start-to-done spans (``in_flight``)."""
     trace, hlo = resolve_layout(path, None)
-    return profan.load(trace, hlo=hlo).ops
+    profile = profan.load(trace, hlo=hlo)
+    ops = profile.ops.assign(in_flight=False)
+    if profile.async_ops is None or not len(profile.async_ops):
+        return ops
+    spans = profile.async_ops.assign(in_flight=True)
+    return pd.concat([ops.astype({"host": str}), spans.astype({"host": str})], ignore_index=True)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +84,7 @@ def _check_slices(report: Report, events: pd.DataFrame) -> int:
             {
                 "host": [lane["host"] for lane in lanes],
                 "device": [lane["device"] for lane in lanes],
+                "in_flight": [lane.get("in_flight", False) for lane in lanes],
                 "start_ns": columns["start_ns"],
                 "duration_ns": columns["duration_ns"],
                 "name": [
@@ -89,16 +96,19 @@ def _check_slices(report: Report, events: pd.DataFrame) -> int:
             {
                 "host": mine["host"].astype(str).to_numpy(),
                 "device": mine["device"].astype(object).to_numpy(),
+                "in_flight": mine["in_flight"].to_numpy(dtype=bool),
                 "start_ns": np.rint((mine["start_s"].to_numpy() - offset - step.start_s) * 1e9),
                 "duration_ns": np.rint(mine["duration_s"].to_numpy() * 1e9),
                 "name": mine["op_name"].astype(str).to_numpy(),
             }
         )
-        order = ["host", "device", "start_ns", "duration_ns", "name"]
+        order = ["host", "device", "in_flight", "start_ns", "duration_ns", "name"]
         got = got.sort_values(order).reset_index(drop=True)
         want = want.sort_values(order).reset_index(drop=True)
         assert len(got) == len(want) == step.count
         assert got["name"].tolist() == want["name"].tolist()
+        assert got["in_flight"].tolist() == want["in_flight"].tolist()
+        assert step.in_flight == int(want["in_flight"].sum())
         assert np.abs(got["start_ns"] - want["start_ns"]).max() <= 1
         assert np.array_equal(got["duration_ns"], want["duration_ns"])
         checked += len(got)
@@ -127,6 +137,12 @@ def test_v6e_slices_are_the_trace_events(corpus_dir: Path) -> None:
     events = _events(path)
     assert events["step"].isna().sum() > 0  # events outside every step are counted, not drawn
     assert _check_slices(report, events) == int(events["step"].notna().sum())
+    # the transfers' start-to-done spans are drawn, in lanes of their own
+    in_flight = events[events["in_flight"] & events["step"].notna()]
+    assert len(in_flight) and sum(step.in_flight for step in report.timeline.steps) == len(
+        in_flight
+    )
+    assert any(lane.get("in_flight") for lane in report.timeline.lanes)
 
 
 def test_hlo_lines_are_what_xla_printed(transformer: Report, fixtures_dir: Path) -> None:

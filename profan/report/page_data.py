@@ -59,23 +59,27 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, list]:
     return codes.astype(np.int64), list(uniques)
 
 
-def _lanes(events: pd.DataFrame) -> tuple[np.ndarray, list[dict]]:
-    """Each event's lane (one per host and device, ordered by host name, then device) and the
-    lanes' descriptions."""
+def _lanes(events: pd.DataFrame, in_flight: np.ndarray) -> tuple[np.ndarray, list[dict]]:
+    """Each event's lane (one per host and device, ordered by host name, then device; an
+    async op's start-to-done span goes to the device's "in flight" lane, just under it) and
+    the lanes' descriptions."""
     host_code, hosts = _codes(events["host"])
     names = [str(host) for host in hosts] + [""]  # code -1: no host
     rank = np.argsort(np.argsort(names, kind="stable"), kind="stable")[host_code]
     device = events["device"].to_numpy(dtype=np.int64, na_value=-1)
     width = int(device.max()) + 2
-    lane, keys = pd.factorize(rank * width + device + 1, sort=True)
+    lane, keys = pd.factorize((rank * width + device + 1) * 2 + in_flight, sort=True)
     by_rank = sorted(names)
-    lanes = [
-        {
-            "host": by_rank[int(key) // width],
-            "device": None if key % width == 0 else int(key % width) - 1,
+    lanes = []
+    for key in keys.tolist():
+        place, spans = divmod(key, 2)
+        described = {
+            "host": by_rank[place // width],
+            "device": None if place % width == 0 else place % width - 1,
         }
-        for key in keys
-    ]
+        if spans:
+            described["in_flight"] = True
+        lanes.append(described)
     return lane, lanes
 
 
@@ -100,11 +104,18 @@ def _op_of_events(events: pd.DataFrame, ops: list[OpEntry]) -> tuple[np.ndarray,
 
 
 def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
-    """Every step's op executions per lane, sorted by lane then start, encoded per column."""
+    """Every step's op executions per lane, sorted by lane then start, encoded per column; the
+    spans of async ops (a TPU trace's "Async XLA Ops" line: start to done) in lanes of their
+    own, so a transfer or a collective in flight is seen beside the ops it overlaps."""
     events = profile.ops
     if len(events) == 0:
         return Timeline(lanes=[], names=[])
-    lane, lanes = _lanes(events)
+    in_flight = np.zeros(len(events), dtype=np.int64)
+    spans = profile.async_ops
+    if spans is not None and len(spans):
+        events = pd.concat([events, spans[list(events.columns)]], ignore_index=True)
+        in_flight = np.concatenate([in_flight, np.ones(len(spans), dtype=np.int64)])
+    lane, lanes = _lanes(events, in_flight)
     op, names = _op_of_events(events, ops)
     step = events["step"].to_numpy(dtype=np.int64, na_value=-1)
     in_step = events["step"].notna().to_numpy()
@@ -118,6 +129,7 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
     outside = int(len(events) - len(chosen))
     order = chosen[np.lexsort((start[chosen], lane[chosen], step[chosen]))]
     step, lane, op = step[order], lane[order], op[order]
+    spanning = in_flight[order]
     start, duration = start[order], duration[order]
     step_start = dict(zip(profile.steps["step"].astype(int), profile.steps["start_s"], strict=True))
     firsts = np.concatenate(([0], np.flatnonzero(np.diff(step)) + 1))
@@ -142,6 +154,7 @@ def timeline(profile: Profile, ops: list[OpEntry]) -> Timeline:
             op=encode_column(op[first:end], "op"),
             start_ns=encode_column(delta_ns[first:end], "start_ns"),
             duration_ns=encode_column(duration_ns[first:end], "duration_ns"),
+            in_flight=int(spanning[first:end].sum()),
         )
         for first, end, origin in zip(firsts, ends, origins, strict=True)
         if end > first

@@ -47,6 +47,7 @@ class StepSlices:
     op: str
     start_ns: str
     duration_ns: str
+    in_flight: int = 0  # of ``count``, the async spans (in the lanes marked ``in_flight``)
 
     def columns(self) -> dict[str, np.ndarray]:
         """The decoded columns, ``start_ns`` as absolute offsets from the step's start."""

@@ -1,5 +1,6 @@
 // The timeline of one step: a lane per device (or per host), ops coloured by bound, flagged
-// ops outlined, idle gaps shaded, each collective linked across the devices that ran it.
+// ops outlined, idle gaps shaded, each collective linked across the devices that ran it; an
+// async op's start-to-done span (TPU traces) in an "in flight" lane under its device.
 // Canvas, so a step of tens of thousands of slices stays smooth: only what is in view is
 // visited (binary search per lane), and slices narrower than a pixel are merged into one
 // pixel column per lane row (the status line counts them).
@@ -40,6 +41,7 @@ const timeline = {
     this.opColour = OPS.map((op) => boundColour(op.bound_by));
     this.opFlagged = OPS.map((op) => op.flags.length > 0);
     this.opCollective = OPS.map((op) => op.category === "collective");
+    this.inFlight = TIMELINE.lanes.map((l) => Boolean(l.in_flight));
     this.buildToolbar();
     this.attachEvents();
     new ResizeObserver(() => this.draw()).observe(this.wrap);
@@ -63,7 +65,7 @@ const timeline = {
         const row = rows.get(s.step) || {};
         const marks = [s.step === median ? "median" : "", s.step === slowest ? "slowest" : "", row.note ? "note" : ""].filter(Boolean);
         const name = s.step < 0 ? "whole profile" : `step ${s.step}`;
-        return el("option", { value: s.step }, `${name} · ${fmtSeconds(row.measured_s)} · ${s.count} ops` + (marks.length ? ` (${marks.join(", ")})` : ""));
+        return el("option", { value: s.step }, `${name} · ${fmtSeconds(row.measured_s)} · ${s.count - (s.in_flight || 0)} ops` + (marks.length ? ` (${marks.join(", ")})` : ""));
       }));
     const move = (by) => {
       const k = this.select.selectedIndex + by;
@@ -83,7 +85,8 @@ const timeline = {
         [...new Set(OPS.map((op) => op.bound_by))].map((b) => el("span", {}, el("span", { class: "chip", style: `background:${boundColour(b)}` }), b)),
         el("span", {}, el("span", { class: "chip outline" }), "flagged"),
         el("span", {}, el("span", { class: "chip gap" }), "idle"),
-        el("span", {}, el("span", { class: "chip link" }), "collective across devices")),
+        el("span", {}, el("span", { class: "chip link" }), "collective across devices"),
+        this.inFlight.some(Boolean) ? el("span", {}, el("span", { class: "chip in-flight" }), "in flight (async start to done)") : null),
       el("span", { class: "muted hint" }, "drag: pan · shift-drag: zoom to range · ctrl+wheel or W/S: zoom · A/D: pan · click: open op"),
     ].filter(Boolean));
   },
@@ -127,7 +130,7 @@ const timeline = {
         else ends[r] = e;
         row[i] = r;
         if (duration[i] > longest[l]) longest[l] = duration[i];
-        if (s > busy && busy > -Infinity) holes.push(busy, s);
+        if (s > busy && busy > -Infinity && !this.inFlight[l]) holes.push(busy, s);
         if (e > busy) busy = e;
         const k = op[i];
         if (k >= 0 && this.opCollective[k]) { const m = seen.get(k) || 0; occurrence[i] = m; seen.set(k, m + 1); }
@@ -147,14 +150,16 @@ const timeline = {
       groups.get(key).push(i);
     }
     const links = [...groups.values()].filter((g) => g.length > 1);
+    let spans = 0;
+    for (let l = 0; l < laneCount; l++) if (this.inFlight[l]) spans += counts[l];
     const stepWindow = ((REPORT.steps.find((s) => s.step === entry.step) || {}).window_s || 0) * 1e9;
-    return { step: entry.step, n, lane, op, start, duration, first, row, rows, longest, gaps, links, counts,
+    return { step: entry.step, n, spans, lane, op, start, duration, first, row, rows, longest, gaps, links, counts,
       extent: [Math.min(low, 0), Math.max(high, stepWindow)] };
   },
 
   lanesShown() {
     const lanes = TIMELINE.lanes;
-    const label = (l) => (this.multiHost ? `${l.host} · ` : "") + (l.device === null ? "host" : `${REPORT.device.kind || "device"} ${l.device}`);
+    const label = (l) => (this.multiHost ? `${l.host} · ` : "") + (l.device === null ? "host" : `${REPORT.device.kind || "device"} ${l.device}`) + (l.in_flight ? " · in flight" : "");
     if (!this.perHost) return lanes.map((l, k) => ({ label: label(l), host: l.host, lanes: [k], rows: this.data.rows[k] }));
     const byHost = new Map();
     lanes.forEach((l, k) => {
@@ -162,7 +167,7 @@ const timeline = {
       byHost.get(l.host).lanes.push(k);
     });
     const shown = [...byHost.values()];
-    for (const s of shown) s.label = `${s.host} (${s.lanes.length} devices)`;
+    for (const s of shown) s.label = `${s.host} (${s.lanes.filter((k) => !this.inFlight[k]).length} devices)`;
     return shown;
   },
 
@@ -226,7 +231,7 @@ const timeline = {
     const [t0, t1] = this.view;
     this.scale = (width - LABEL_W - 8) / (t1 - t0);
     this.drawAxis(ctx, width, height);
-    const stats = { step: d.step, slices: d.n, perLane: Array.from(d.counts), visible: 0, drawn: 0, merged: 0, links: 0 };
+    const stats = { step: d.step, slices: d.n - d.spans, spans: d.spans, perLane: Array.from(d.counts), visible: 0, drawn: 0, merged: 0, links: 0 };
     ctx.save();
     ctx.beginPath();
     ctx.rect(LABEL_W, 0, width - LABEL_W, height);
@@ -291,6 +296,7 @@ const timeline = {
     };
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "middle";
+    ctx.globalAlpha = this.inFlight[lane] ? 0.55 : 1; // a span in flight, not the op's own time
     for (let i = lo; i < hi; i++) {
       const end = d.start[i] + d.duration[i];
       if (end < t0) continue;
@@ -328,6 +334,7 @@ const timeline = {
       }
     }
     for (let r = 0; r < MAX_ROWS; r++) flush(r);
+    ctx.globalAlpha = 1;
   },
 
   laneOf(lane) {
@@ -387,7 +394,7 @@ const timeline = {
 
   writeStatus(stats) {
     const lanes = TIMELINE.lanes.length;
-    const parts = [`${stats.slices} op executions on ${lanes} lane(s)`,
+    const parts = [`${stats.slices} op executions` + (stats.spans ? ` and ${stats.spans} async spans (start to done)` : "") + ` on ${lanes} lane(s)`,
       `in view ${stats.visible}: ${stats.drawn} drawn, ${stats.merged} merged into pixel columns (narrower than a pixel at this zoom)`];
     if (stats.linksHidden) parts.push(`${stats.linksHidden} collective links hidden (zoom in)`);
     if (TIMELINE.outside_steps) parts.push(`${TIMELINE.outside_steps} op events outside every step are not drawn`);
@@ -419,7 +426,7 @@ const timeline = {
 
   describe(i) {
     const d = this.data, k = d.op[i], lane = TIMELINE.lanes[d.lane[i]];
-    const where = (this.multiHost ? `${lane.host} · ` : "") + (lane.device === null ? "host" : `device ${lane.device}`);
+    const where = (this.multiHost ? `${lane.host} · ` : "") + (lane.device === null ? "host" : `device ${lane.device}`) + (lane.in_flight ? " (in flight: async start to done)" : "");
     const head = [el("b", {}, k >= 0 ? OPS[k].label : TIMELINE.names[-k - 1]), el("br"),
       `${fmtSeconds(d.duration[i] * 1e-9)} at +${fmtSeconds(d.start[i] * 1e-9)} on ${where}`];
     if (k < 0) return [...head, el("br"), el("span", { class: "muted" }, "no op entry (not joined to HLO)")];
