@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from profan.cache.frames import Table, Unsupported, decode_frame, encode_frame
-from profan.cache.modules import module_fields
+from profan.cache.modules import encoded_module
 from profan.cache.store import read_entry, write_entry
 from profan.hlo.model import Module
 from profan.trace.hosts import HostsAnalysis, HostSummary
@@ -90,7 +90,7 @@ def write_profile(key: str, profile: Profile) -> bool:
         "path": profile.path,
         "run": profile.run,
         "device": profile.device,
-        "modules": {key: module_fields(module) for key, module in profile.modules.items()},
+        "modules": {key: encoded_module(module) for key, module in profile.modules.items()},
         "unmatched": profile.unmatched,
         "notes": profile.notes,
         "origin_ns": int(profile.origin_ns),
