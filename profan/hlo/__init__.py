@@ -2,7 +2,14 @@
 
 ``parse_module(text)`` reads a whole module, ``parse_file(path)`` reads a file (cached under the
 user's cache directory), ``parse_instruction(line)`` reads one instruction line as XProf shows it.
+The parser (and Lark) is imported on first use: what only needs the model (the trace readers,
+a report read back from the cache) imports without it.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from profan.hlo.model import (
     Computation,
@@ -14,7 +21,20 @@ from profan.hlo.model import (
     Shape,
     SourceLocation,
 )
-from profan.hlo.parser import parse_instruction, parse_module
+
+if TYPE_CHECKING:
+    from profan.hlo.parser import parse_instruction, parse_module
+
+_LAZY = {"parse_instruction": "profan.hlo.parser", "parse_module": "profan.hlo.parser"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'profan.hlo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def parse_file(path: str) -> Module:
