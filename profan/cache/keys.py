@@ -77,6 +77,30 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     (raises OSError when it cannot be read)."""
     file = Path(path)
     stat = file.stat()
+    signature, index_key, content = _indexed_digest(file, stat)
+    if content is not None:
+        return content
+    with file.open("rb") as handle:
+        content = hashlib.file_digest(handle, "sha256").hexdigest()
+    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
+        write_entry("inputs", index_key, [list(signature), content])
+    return content
+
+
+def known_digest(path: str | os.PathLike[str]) -> str | None:
+    """``file_digest(path)`` when the stat index holds it for the file as it is now, else None
+    (never reads the file: a file the cache has not seen is told apart at the cost of a stat)."""
+    file = Path(path)
+    try:
+        return _indexed_digest(file, file.stat())[2]
+    except OSError:
+        return None
+
+
+def _indexed_digest(
+    file: Path, stat: os.stat_result
+) -> tuple[tuple[int, int, int, int, int], str, str | None]:
+    """The file's stat signature, its index key, and the digest recorded for that signature."""
     signature = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     index_key = digest(["input", str(file.resolve())])
     found = read_entry("inputs", index_key)
@@ -86,12 +110,8 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         except (msgspec.DecodeError, ValueError):
             recorded, content = None, ""
         if recorded == signature:
-            return content
-    with file.open("rb") as handle:
-        content = hashlib.file_digest(handle, "sha256").hexdigest()
-    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
-        write_entry("inputs", index_key, [list(signature), content])
-    return content
+            return signature, index_key, content
+    return signature, index_key, None
 
 
 def remote_fingerprint(info: dict[str, Any] | None) -> list[Any] | None:

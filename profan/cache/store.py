@@ -125,6 +125,12 @@ def read_entry(kind: str, key: str) -> tuple[msgspec.Raw, list[memoryview]] | No
     return parsed
 
 
+def entry_exists(kind: str, key: str) -> bool:
+    """Whether an entry ``key`` is stored (not whether it is intact: reading it tells)."""
+    path = _entry_path(kind, key)
+    return path is not None and path.is_file()
+
+
 def parse_entry(buffer: bytearray, key: str) -> tuple[msgspec.Raw, list[memoryview]] | None:
     """An entry's meta and blobs, or None when it is not an intact entry of ``key``."""
     if len(buffer) < _PREFIX.size:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from profan.cache.inputs import events_key, seen_before
 from profan.cache.reports import (
     read_report,
     read_text,
@@ -22,8 +24,10 @@ from profan.cache.reports import (
     write_report,
     write_text,
 )
+from profan.cache.store import entry_exists
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
+from profan.trace import prefetch
 from profan.trace.discover import Run, find_run
 from profan.trace.storage import is_remote
 
@@ -129,6 +133,46 @@ def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> 
     return Inputs(trace, hlo, find_run(trace, run))
 
 
+@contextmanager
+def reading_ahead(
+    inputs: Inputs | None,
+    chip: str | None = None,
+    config: RuleConfig | None = None,
+    page: bool = False,
+    use_cache: bool = True,
+) -> Iterator[None]:
+    """Within: the trace of ``inputs`` is read by a worker process started now, while this one
+    imports the pipeline, parses the HLO dump and prepares the rest (``profan.trace.prefetch``:
+    one big local host, an idle CPU), when it will be read at all: not when a report or the
+    loaded profile of these inputs is in the cache.  That is told without hashing a trace file
+    the cache has not seen (nothing is stored of it): a new trace starts reading before its
+    hash is taken.  The read is stopped on the way out if the loader did not take it."""
+    started = None
+    if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
+        started = prefetch.start(inputs.run)
+    try:
+        yield
+    finally:
+        if started is not None:
+            started.stop()
+
+
+def _will_read(
+    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool, use_cache: bool
+) -> bool:
+    if not use_cache or not seen_before(inputs.run.files):
+        return True
+    found = inputs.run
+    report = cache_key(inputs, chip, config, page)
+    profile = events_key(
+        inputs.trace, found.name, found.files, found.formats, found.skipped, inputs.hlo
+    )
+    return not any(
+        key is not None and entry_exists(kind, key)
+        for kind, key in (("reports", report), ("profiles", profile))
+    )
+
+
 def analyse(
     path: str | Path,
     *,
@@ -143,7 +187,8 @@ def analyse(
     may come from the cache, ``profan.cache``)."""
     progress = progress or Progress(False)
     inputs = locate(path, hlo, run)
-    return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+    with reading_ahead(inputs, use_cache=use_cache):
+        return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
 
 
 def analyse_inputs(
@@ -193,8 +238,9 @@ def report_for(
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
     inputs = locate(path, hlo, run)
-    key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
-    return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
+    with reading_ahead(inputs, chip, config, page, use_cache):
+        key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
+        return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
 
 
 def text_for(
@@ -215,13 +261,32 @@ def text_for(
     the reports, e.g. the format and its options) was made from the same reports before.  For
     renderings without side effects; a JSON report among ``paths`` is read, never cached."""
     progress = progress or Progress(False)
-    located: list[tuple[Inputs | None, str | None]] = []
-    for path in paths:
-        if str(path).endswith(".json") and Path(path).is_file():
-            located.append((None, None))
-            continue
-        inputs = locate(path, hlo, run)
-        located.append((inputs, cache_key(inputs, chip, config, page) if use_cache else None))
+    traces = [
+        None if str(path).endswith(".json") and Path(path).is_file() else locate(path, hlo, run)
+        for path in paths
+    ]
+    # one trace (not a diff of two) is read ahead while the keys are taken and the rest imported
+    ahead = traces[0] if len(traces) == 1 else None
+    with reading_ahead(ahead, chip, config, page, use_cache):
+        return _text(paths, traces, render, rendering, chip, config, progress, use_cache, page)
+
+
+def _text(
+    paths: Sequence[str | Path],
+    traces: list[Inputs | None],
+    render: Callable[..., str],
+    rendering: tuple[Any, ...],
+    chip: str | None,
+    config: RuleConfig | None,
+    progress: Progress,
+    use_cache: bool,
+    page: bool,
+) -> str:
+    """``text_for`` of traces already located (None: a JSON report)."""
+    located: list[tuple[Inputs | None, str | None]] = [
+        (inputs, cache_key(inputs, chip, config, page) if inputs and use_cache else None)
+        for inputs in traces
+    ]
     keys = [key for _, key in located]
     rendered_key = None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
     text = None if rendered_key is None else read_text(rendered_key)

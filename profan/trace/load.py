@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.cache import cached_module
-from profan.errors import TraceError
+from profan.errors import ProfanError, TraceError
 from profan.hlo.model import Module
 from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
@@ -36,16 +36,16 @@ from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.join import as_category, join_ops, module_key, spread_category
 from profan.trace.options import LoadOptions
 from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
+from profan.trace.prefetch import SPLIT_HOST_BYTES, claim
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
 from profan.trace.xplane import is_local_plain, merge_parts, read_host
 
 MAX_EXAMPLES = 5
-# A host file this big or bigger, when it is the only one, is read by several processes at
-# once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to this many:
-# starting a worker and sending its columns back cost ~0.1 s, so smaller files are read whole.
-SPLIT_HOST_BYTES = 32 * 2**20
+# A host file of SPLIT_HOST_BYTES or more, when it is the only one, is read by several
+# processes at once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to
+# this many, unless its read was started ahead (``profan.trace.prefetch``).
 MAX_HOST_SHARES = 4
 
 # (path, host, format, columns to keep, share of the host or None)
@@ -111,8 +111,17 @@ def load_events(
         (str(file), host, found.formats[host], keep, None)
         for host, file in sorted(found.files.items())
     ]
-    shares = _host_shares(tasks, sizes, workers, scheduler)
-    if shares > 1:  # one big host: read by several processes, a share each
+    started = claim(tasks[0][0], tasks[0][1]) if len(tasks) == 1 and keep is None else None
+    shares = 1 if started is not None else _host_shares(tasks, sizes, workers, scheduler)
+    dumped: list[Module] | None = None
+    if started is not None:  # read ahead in a worker: parse the dump meanwhile
+        try:
+            dumped = _dump_modules(hlo)
+        except ProfanError:
+            started.result()  # a damaged trace is reported first, as when it is read here
+            raise
+        hosts = [started.result()]
+    elif shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]
         parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
         read = map_beside(_read_in_worker, parts)
@@ -128,7 +137,9 @@ def load_events(
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
-    modules, keys_by_program, keys_by_name, program_bytes = _modules(hosts, hlo, use_cache)
+    if dumped is None:
+        dumped = _dump_modules(hlo)
+    modules, keys_by_program, keys_by_name, program_bytes = _modules(hosts, dumped, use_cache)
     for host in hosts:
         if host.graph_kernels:
             _attribute_graph_kernels(host, modules, keys_by_program, keys_by_name, notes)
@@ -336,25 +347,33 @@ def _nullable(values: pd.Series) -> pd.Series:
 # ------------------------------------------------------------------------------ modules
 
 
+def _dump_modules(hlo: Any) -> list[Module]:
+    """The modules of ``--hlo`` (none without it; parsed through the parse cache, as
+    ``--no-cache`` keeps it)."""
+    if hlo is None:
+        return []
+    from profan.trace.hlofiles import modules_from_path
+
+    return modules_from_path(Path(hlo))
+
+
 def _modules(
-    hosts: list[HostTrace], hlo: Any, use_cache: bool
+    hosts: list[HostTrace], dumped: list[Module], use_cache: bool
 ) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]], dict[str, bytes]]:
-    """Modules keyed by name (``--hlo``, which wins) or ``name(program_id)`` (embedded HloProto
-    of the other modules), lookups by program id and by module name, and the serialized
-    HloProto of every program that ran, by ``name(program_id)``."""
+    """Modules keyed by name (``dumped``: those of ``--hlo``, which win) or
+    ``name(program_id)`` (embedded HloProto of the other modules), lookups by program id and by
+    module name, and the serialized HloProto of every program that ran, by
+    ``name(program_id)``."""
     modules: dict[str, Module] = {}
     keys_by_program: dict[int, str] = {}
     keys_by_name: dict[str, list[str]] = defaultdict(list)
     program_bytes: dict[str, bytes] = {}
-    if hlo is not None:
-        from profan.trace.hlofiles import modules_from_path
-
-        for module in modules_from_path(Path(hlo)):
-            key = module.name
-            if key in modules:
-                continue
-            modules[key] = module
-            keys_by_name[module.name].append(key)
+    for module in dumped:
+        key = module.name
+        if key in modules:
+            continue
+        modules[key] = module
+        keys_by_name[module.name].append(key)
     # Embedded HLO covers the modules --hlo did not provide.
     given = set(modules)
     protos: dict[int, tuple[str, bytes, str]] = {}

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from profan.cache.inputs import hlo_inputs, run_inputs
+from profan.cache.inputs import events_key, hlo_inputs, run_inputs
 from profan.cache.keys import versioned
 from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
@@ -112,10 +112,7 @@ def load_events_cached(
 
 
 def _events_key(path: Any, opts: LoadOptions, found: Run) -> str | None:
-    files, hlo = run_inputs(found.files, found.formats), hlo_inputs(opts.hlo)
-    if files is None or hlo is None:
-        return None
-    return versioned("profile", [str(path), found.name, files, found.skipped, hlo])
+    return events_key(path, found.name, found.files, found.formats, found.skipped, opts.hlo)
 
 
 def _host_key(task: tuple[str, str, str | None, bool], file: Any) -> str | None:

@@ -32,6 +32,21 @@ def is_remote(text: str | os.PathLike[str]) -> bool:
     return "://" in value and not value.startswith("file://")
 
 
+def is_local_plain(path: str) -> bool:
+    """A local file read with seeks (not remote, not gzip-compressed)."""
+    file = as_path(path)
+    return isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
+
+
+def _is_plain(file: Path) -> bool:
+    """A local file that is not gzip-compressed (whatever its name)."""
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(2) != b"\x1f\x8b"
+    except OSError as error:
+        raise TraceError(str(file), f"cannot read: {error.strerror}") from None
+
+
 def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
     """A local ``Path`` or a ``RemotePath`` for ``text``."""
     if isinstance(text, RemotePath | Path):
