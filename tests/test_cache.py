@@ -95,6 +95,38 @@ def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path
     assert not marker.exists()
 
 
+def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> None:
+    """``write_entry(background=True)`` returns at once; reading the entry, listing the store
+    and ``finish_writes`` wait for it; the file is the one a plain write makes."""
+    blob = bytes(range(256)) * 40_000  # 10 MB: the checksum and the write take a while
+    assert store.write_entry("profiles", "plain", {"n": 1}, [blob])
+    assert store.write_entry("profiles", "soon", {"n": 1}, [blob], background=True)
+    meta, blobs = store.read_entry("profiles", "soon")
+    assert msgspec.msgpack.decode(meta) == {"n": 1} and bytes(blobs[0]) == blob
+    plain, soon = (cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
+    assert soon.stat().st_size == plain.stat().st_size
+    assert store.write_entry("profiles", "later", {"n": 2}, [blob], background=True)
+    assert {f.path.stem for f in store.stored_files(["profiles"])} == {"plain", "soon", "later"}
+    store.finish_writes()
+    assert not store._PENDING
+
+
+def test_a_file_the_cache_has_not_seen_is_told_apart_without_hashing(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``known_digest`` answers from the stat index alone: None for a new or changed file (so
+    a read can start before its hash), the recorded hash once ``file_digest`` took it."""
+    monkeypatch.setattr(keys, "_RACY_NS", 0)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(b"a" * 1000)
+    assert keys.known_digest(path) is None and not _entries(cache, "inputs")
+    digest = keys.file_digest(path)
+    assert keys.known_digest(path) == digest
+    path.write_bytes(b"b" * 1000)
+    assert keys.known_digest(path) is None
+    assert keys.known_digest(tmp_path / "missing") is None
+
+
 def test_module_codec_round_trips_a_large_module(corpus_dir: Path) -> None:
     path = (
         corpus_dir / "hlo" / "xla" / "xla__backends__cpu__benchmarks__hlo__gemma2_2b_keras_jax.hlo"

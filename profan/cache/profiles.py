@@ -69,8 +69,10 @@ _HOST_DECODER = msgspec.msgpack.Decoder(_HostMeta)
 _DECODE_ERRORS = (msgspec.DecodeError, ValueError, TypeError, KeyError, IndexError)
 
 
-def write_profile(key: str, profile: Profile) -> bool:
-    """Store ``profile`` under ``key``; False when it holds something the format does not."""
+def write_profile(key: str, profile: Profile, *, background: bool = False) -> bool:
+    """Store ``profile`` under ``key``; False when it holds something the format does not.
+    ``background``: its file is written by a thread (``store.write_entry``) while the caller
+    goes on; the profile's tables must not change meanwhile (no caller changes them)."""
     blobs: list[Any] = []
     try:
         tables = {
@@ -98,7 +100,7 @@ def write_profile(key: str, profile: Profile) -> bool:
         "hlo_protos": protos,
         **tables,
     }
-    return write_entry("profiles", key, meta, blobs)
+    return write_entry("profiles", key, meta, blobs, background=background)
 
 
 def read_profile(key: str) -> Profile | None:

@@ -33,8 +33,10 @@ from profan.trace.storage import is_remote
 
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
     from profan import chips
+    from profan.hlo.model import Module
     from profan.report.build import Analysis
     from profan.report.model import Report
+    from profan.roofline.scoring import ModuleScoring
     from profan.sharding import ProgramMesh, ShardingReport
     from profan.trace.profile import Profile
 
@@ -64,17 +66,24 @@ def _get_chip(name: str | None) -> chips.Chip | None:
 
 
 def describe_shardings(
-    profile: Profile, program_meshes: Mapping[str, ProgramMesh] | None = None
+    profile: Profile,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
+    described: Mapping[str, tuple[Module, ShardingReport]] | None = None,
 ) -> dict[str, ShardingReport]:
     """``profan.sharding.describe`` of every module of the profile, by module key.
     ``program_meshes`` (by module base name, ``jit_layer``): the mesh each program was written
-    for, when the caller knows it (``profan.capture`` does), so axes carry the program's names."""
+    for, when the caller knows it (``profan.capture`` does), so axes carry the program's names.
+    ``described``: key -> (module, its description with these meshes) made before."""
     from profan import sharding
     from profan.report.keys import base_name
 
     meshes = program_meshes or {}
     out: dict[str, ShardingReport] = {}
     for key, module in profile.modules.items():
+        known = (described or {}).get(key)
+        if known is not None and known[0] is module:
+            out[key] = known[1]
+            continue
         try:
             out[key] = sharding.describe(module, meshes.get(base_name(key)))
         except ProfanError:
@@ -206,14 +215,64 @@ def analyse_inputs(
 
     progress(f"loading {inputs.trace}")
     options = LoadOptions(hlo=inputs.hlo, progress=progress.enabled or None, use_cache=use_cache)
-    profile = load_run(inputs.trace, inputs.run, options)
+    meshes = dict(program_meshes or {})
+    ahead = _prepare_while_reading(inputs, meshes)
+    profile = load_run(inputs.trace, inputs.run, options, ahead.modules if ahead else None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    dumped = dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}
-    shardings = describe_shardings(profile, {**dumped, **(program_meshes or {})})
+    if ahead is None:
+        meshes = {**(dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}), **meshes}
+    else:
+        meshes = ahead.meshes
+    shardings = describe_shardings(profile, meshes, ahead.shardings if ahead else None)
     progress("scoring")
-    score = roofline.score(profile, _get_chip(chip), shardings=shardings)
+    scorings = ahead.scorings if ahead else None
+    score = roofline.score(profile, _get_chip(chip), shardings=shardings, scorings=scorings)
     return Analysis(profile, score, shardings)
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """What is made of the ``--hlo`` dump while a worker reads the trace: its modules (the
+    profile's, as the loader keys them), the programs' meshes, each module's sharding and its
+    scoring with every scheduled instruction's cost estimated (``ModuleScoring``)."""
+
+    modules: list[Module]
+    meshes: dict[str, ProgramMesh]
+    shardings: dict[str, tuple[Module, ShardingReport]]
+    scorings: dict[str, ModuleScoring]
+
+
+def _prepare_while_reading(inputs: Inputs, program_meshes: dict[str, ProgramMesh]) -> _Ahead | None:
+    """The work on the ``--hlo`` dump that needs no trace, done while a worker reads it
+    (``reading_ahead``); None when no read is under way or the dump cannot be read (the loader
+    then parses it and reports what is wrong, as without a read ahead)."""
+    if inputs.hlo is None or not prefetch.reading(inputs.run):
+        return None
+    from profan import sharding
+    from profan.report.keys import base_name
+    from profan.roofline.scoring import ModuleScoring
+    from profan.trace.hlofiles import modules_from_path
+
+    try:
+        modules = modules_from_path(Path(inputs.hlo))
+        meshes = {**dumped_program_meshes(Path(inputs.hlo)), **program_meshes}
+    except ProfanError:
+        return None
+    ahead = _Ahead(modules, meshes, {}, {})
+    for module in modules:
+        key = module.name  # the loader's key of a --hlo module (the first of a name wins)
+        if key in ahead.scorings:
+            continue
+        try:
+            report = sharding.describe(module, meshes.get(base_name(key)))
+        except ProfanError:
+            report = None  # described again after the load, and left out then as now
+        else:
+            ahead.shardings[key] = (module, report)
+        ahead.scorings[key] = scoring = ModuleScoring(module, report)
+        scoring.estimate_ahead()
+    return ahead
 
 
 def report_for(

@@ -14,6 +14,7 @@ from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
 from profan.roofline.ops import per_op_rows
+from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
 from profan.roofline.timeline import time_breakdown
@@ -137,16 +138,18 @@ def score(
     chip: Chip | str | None = None,
     *,
     shardings: dict[str, ShardingReport] | None = None,
+    scorings: dict[str, ModuleScoring] | None = None,
 ) -> Score:
     """Score every op of a loaded profile (aggregated over its executions) and every step.
 
     ``shardings``: module key -> ``profan.sharding.describe(module)`` (the pipeline describes
     each module once and passes it in); collectives are timed over the mesh axes the analysis
     found.  Without it nothing is inferred: the axes are those their device groups span.
+    ``scorings``: module key -> its ``ModuleScoring``, prepared while the trace was read.
     """
     accounting = trace_accounting(profile, resolve_chip(chip, profile))
     chip = accounting.scoring_chip(resolve_chip(chip, profile))
-    per_op = per_op_rows(profile, chip, shardings, accounting)
+    per_op = per_op_rows(profile, chip, shardings, accounting, scorings)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     rows = event_rows(profile, per_op)
     per_op = explain_faster_executions(profile, per_op, chip, rows)

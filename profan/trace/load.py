@@ -96,11 +96,13 @@ def load_events(
     found: Run | None = None,
     progress: Progress | None = None,
     columns: tuple[str, ...] | None = None,
+    dumped: list[Module] | None = None,
 ) -> Profile:
     """The events form: every op execution of every host (see ``profan.trace.pod``).
 
     ``columns``: only these columns of ``Profile.ops`` (and no ``async_ops``), for a caller that
-    reduces the table at once (the map of the reduced form): the rest is never built."""
+    reduces the table at once (the map of the reduced form): the rest is never built.
+    ``dumped``: the modules of ``opts.hlo``, when the caller parsed them already."""
     hlo, workers, use_cache = opts.hlo, opts.workers, opts.use_cache
     found = found or find_run(path, opts.run)
     sizes = sizes_of(found)
@@ -113,13 +115,13 @@ def load_events(
     ]
     started = claim(tasks[0][0], tasks[0][1]) if len(tasks) == 1 and keep is None else None
     shares = 1 if started is not None else _host_shares(tasks, sizes, workers, scheduler)
-    dumped: list[Module] | None = None
-    if started is not None:  # read ahead in a worker: parse the dump meanwhile
+    if started is not None and dumped is None:  # read ahead in a worker: parse the dump now
         try:
             dumped = _dump_modules(hlo)
         except ProfanError:
             started.result()  # a damaged trace is reported first, as when it is read here
             raise
+    if started is not None:
         hosts = [started.result()]
     elif shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]

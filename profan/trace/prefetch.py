@@ -86,6 +86,7 @@ _STARTED: list[HostRead] = []
 def start(run: Run) -> HostRead | None:
     """Start reading ``run``'s one host in a worker process, when that can pay (see the module
     docstring); None otherwise."""
+    from profan.cache.store import finish_writes
     from profan.trace.executors import idle_cpus, scheduler_address, worker_count
     from profan.trace.storage import is_local_plain
 
@@ -104,7 +105,8 @@ def start(run: Run) -> HostRead | None:
     if (workers or 1 + idle_cpus()) < 2 or (os.cpu_count() or 1) < 2:
         return None
     # A forked worker starts at once and needs nothing pickled to it; forking is only safe
-    # while this process runs no other thread.
+    # while this process runs no other thread (an earlier command's cache writes are waited for).
+    finish_writes()
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
     read_end, write_end = os.pipe()
@@ -135,6 +137,17 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 2**20)  # type: ignore[attr-defined]
     except (ImportError, AttributeError, OSError):
         pass
+
+
+def reading(run: Run) -> bool:
+    """Whether the one host of ``run`` is being read ahead (started, not claimed yet)."""
+    if len(run.files) != 1:
+        return False
+    ((host, file),) = run.files.items()
+    return any(
+        started.path == str(file) and started.host == host and not started.claimed
+        for started in _STARTED
+    )
 
 
 def claim(path: str, host: str) -> HostRead | None:
