@@ -96,18 +96,25 @@ def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path
 
 
 def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> None:
-    """``write_entry(background=True)`` returns at once; reading the entry, listing the store
-    and ``finish_writes`` wait for it; the file is the one a plain write makes."""
+    """Within ``writing_behind``, ``write_entry(background=True)`` returns at once; reading the
+    entry, listing the store and the end of the scope wait for it; the file is the one a plain
+    write makes."""
     blob = bytes(range(256)) * 40_000  # 10 MB: the checksum and the write take a while
     assert store.write_entry("profiles", "plain", {"n": 1}, [blob])
-    assert store.write_entry("profiles", "soon", {"n": 1}, [blob], background=True)
-    meta, blobs = store.read_entry("profiles", "soon")
-    assert msgspec.msgpack.decode(meta) == {"n": 1} and bytes(blobs[0]) == blob
-    plain, soon = (cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
-    assert soon.stat().st_size == plain.stat().st_size
-    assert store.write_entry("profiles", "later", {"n": 2}, [blob], background=True)
-    assert {f.path.stem for f in store.stored_files(["profiles"])} == {"plain", "soon", "later"}
-    store.finish_writes()
+    with store.writing_behind():
+        assert store.write_entry("profiles", "soon", {"n": 1}, [blob], background=True)
+        assert store._PENDING
+        meta, blobs = store.read_entry("profiles", "soon")
+        assert msgspec.msgpack.decode(meta) == {"n": 1} and bytes(blobs[0]) == blob
+        plain, soon = (cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
+        assert soon.stat().st_size == plain.stat().st_size
+        assert store.write_entry("profiles", "later", {"n": 2}, [blob], background=True)
+        expected = {"plain", "soon", "later"}
+        assert {f.path.stem for f in store.stored_files(["profiles"])} == expected
+        assert store.write_entry("profiles", "last", {"n": 3}, [blob], background=True)
+    assert not store._PENDING and store.read_entry("profiles", "last") is not None
+    # outside any scope a background write is done at once
+    assert store.write_entry("profiles", "now", {"n": 4}, [blob], background=True)
     assert not store._PENDING
 
 

@@ -24,7 +24,7 @@ from profan.cli import main
 from profan.errors import TraceError
 from profan.trace import prefetch
 from profan.trace.discover import find_run
-from profan.trace.planes import HostTrace
+from profan.trace.planes import Coded, HostTrace
 from profan.trace.transfer import _Host, receive, send
 from profan.trace.xplane import read_host
 
@@ -42,13 +42,19 @@ TRACES = {
 }
 
 
+def _plain(column: np.ndarray | Coded) -> np.ndarray:
+    return column.objects() if isinstance(column, Coded) else column
+
+
 def _same_host(a: HostTrace, b: HostTrace) -> None:
+    """``b`` is the host ``a`` is (its string columns coded or not)."""
     for field in ("ops", "async_ops", "module_runs"):
         columns_a, columns_b = getattr(a, field), getattr(b, field)
         assert list(columns_a) == list(columns_b), field
         for name in columns_a:
-            assert columns_a[name].dtype == columns_b[name].dtype, (field, name)
-            assert pd.Series(columns_a[name]).equals(pd.Series(columns_b[name])), (field, name)
+            column_a, column_b = _plain(columns_a[name]), _plain(columns_b[name])
+            assert column_a.dtype == column_b.dtype, (field, name)
+            assert pd.Series(column_a).equals(pd.Series(column_b)), (field, name)
     assert dict(a.graph_kernels).keys() == dict(b.graph_kernels).keys()
     for name, parts in a.graph_kernels.items():
         assert len(parts) == len(b.graph_kernels[name])
@@ -86,7 +92,7 @@ def test_a_host_sent_as_data_is_the_host_read_here(name: str) -> None:
     _same_host(here, back)
     # the columns are writable arrays, as a read's are
     columns = [
-        *back.ops.values(),
+        *(column.codes if isinstance(column, Coded) else column for column in back.ops.values()),
         *(part for parts in back.graph_kernels.values() for part in parts),
     ]
     assert columns and all(column.flags.writeable for column in columns)

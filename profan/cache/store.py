@@ -197,6 +197,21 @@ def _aligned(offset: int) -> int:
 
 # Entries being written in the background, by (kind, key): reading one waits for it.
 _PENDING: dict[tuple[str, str], threading.Thread] = {}
+_BEHIND = [0]  # depth of ``writing_behind`` scopes: background writes are allowed within one
+
+
+@contextlib.contextmanager
+def writing_behind() -> Iterator[None]:
+    """Within: ``write_entry(background=True)`` writes in the background; on the way out of
+    the outermost scope every such write is waited for.  Outside any scope it writes at once
+    (a library caller never returns with a thread of profan's still writing)."""
+    _BEHIND[0] += 1
+    try:
+        yield
+    finally:
+        _BEHIND[0] -= 1
+        if not _BEHIND[0]:
+            finish_writes()
 
 
 def write_entry(
@@ -205,12 +220,12 @@ def write_entry(
     """Store an entry (atomically); whether it was stored.  Failing only costs the next run
     its speed: a full or read-only disk, or data the format cannot hold, is not an error.
 
-    ``background``: the meta is encoded now, and the checksum, the file and the eviction are
-    done by a thread while the caller goes on (the checksum and the writes release the
-    interpreter's lock: on the big trace's loaded profile, ~50 MB, they are most of its cost).
-    The blobs must not change until it is done.  True once it is under way; reading the entry
-    waits for it, ``finish_writes`` waits for all, and the interpreter for every one before it
-    exits."""
+    ``background`` (within ``writing_behind``): the meta is encoded now, and the checksum,
+    the file and the eviction are done by a thread while the caller goes on (the checksum and
+    the writes release the interpreter's lock: on the big trace's loaded profile, ~50 MB, they
+    are most of its cost).  The blobs must not change until it is done.  True once it is under
+    way; reading the entry waits for it, ``finish_writes`` waits for all, and so does the end
+    of the scope."""
     bound = _bound_or_none()
     path = _entry_path(kind, key)
     if path is None or bound == 0:
@@ -221,7 +236,7 @@ def write_entry(
         return False
     if _PREFIX.size + sum(memoryview(piece).nbytes for piece in encoded[1]) > bound:
         return False  # would evict everything, itself included
-    if not background:
+    if not background or not _BEHIND[0]:
         return _store(path, encoded, bound)
     finish_writes((kind, key))
     thread = threading.Thread(

@@ -24,7 +24,7 @@ from profan.cache.reports import (
     write_report,
     write_text,
 )
-from profan.cache.store import entry_exists
+from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
 from profan.trace import prefetch
@@ -155,12 +155,15 @@ def reading_ahead(
     one big local host, an idle CPU), when it will be read at all: not when a report or the
     loaded profile of these inputs is in the cache.  That is told without hashing a trace file
     the cache has not seen (nothing is stored of it): a new trace starts reading before its
-    hash is taken.  The read is stopped on the way out if the loader did not take it."""
+    hash is taken.  The read is stopped on the way out if the loader did not take it.  Cache
+    entries are written behind the work meanwhile (``store.writing_behind``), and waited for
+    on the way out."""
     started = None
     if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
         started = prefetch.start(inputs.run)
     try:
-        yield
+        with writing_behind():
+            yield
     finally:
         if started is not None:
             started.stop()

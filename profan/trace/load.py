@@ -33,9 +33,9 @@ from profan.trace.executors import (
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
-from profan.trace.join import as_category, join_ops, module_key, spread_category
+from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
 from profan.trace.options import LoadOptions
-from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
+from profan.trace.planes import NA_INT, PROGRAM_NA, Coded, HostTrace, joined
 from profan.trace.prefetch import SPLIT_HOST_BYTES, claim
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
@@ -55,7 +55,7 @@ ReadTask = tuple[str, str, str, frozenset[str] | None, tuple[int, int] | None]
 def _read_one(task: ReadTask) -> HostTrace:
     path, host, fmt, keep, part = task
     if fmt == "xplane":
-        return read_host(path, host, keep, part)
+        return read_host(path, host, keep, part, coded=True)
     from profan.trace.jsontrace import read_host_json
 
     return read_host_json(path, host)
@@ -285,13 +285,16 @@ def _frame(
     del host_rows
     for name in names:
         pieces = [
-            columns.pop(name) if name in columns else np.full(count, None, dtype=object)
+            columns.pop(name) if name in columns else Coded(np.full(count, -1, np.int32), [])
             for (_, columns), count in zip(parts, counts, strict=True)
         ]
-        values = _joined(pieces)
+        values = joined(pieces)
         del pieces
         # Strings become categorical here, once: the join, the steps and the table use the codes.
-        data[name] = as_category(values[order]) if values.dtype == object else values[order]
+        if isinstance(values, Coded):
+            data[name] = coded_category(values, order)
+        else:
+            data[name] = as_category(values[order]) if values.dtype == object else values[order]
     data["_start_ps"] = starts[order]
     del starts
     return pd.DataFrame(data, copy=False)
@@ -392,7 +395,9 @@ def _modules(
             values = np.concatenate(programs) if isinstance(programs, list) else programs
             used_programs.update(int(p) for p in np.unique(values) if p != PROGRAM_NA)
             names = columns.get("module")
-            if names is not None and len(names):
+            if isinstance(names, Coded):
+                used_names.update(n for n in names.used() if isinstance(n, str))
+            elif names is not None and len(names):
                 values = np.concatenate(names) if isinstance(names, list) else names
                 used_names.update(n for n in set(values.tolist()) if isinstance(n, str))
     for program_id, (name, data, where) in sorted(protos.items()):
@@ -476,7 +481,7 @@ def _attribute_graph_kernels(
         if not host.ops:
             host.ops = part
             continue
-        host.ops = {n: np.concatenate([host.ops[n], part[n]]) for n in host.ops}
+        host.ops = {n: joined([host.ops[n], part[n]]) for n in host.ops}
 
 
 # ------------------------------------------------------------------------------- device

@@ -60,6 +60,21 @@ class Coded:
         table[: len(self.values)] = self.values
         return table[self.codes]
 
+    def used(self) -> list[Any]:
+        """The values some row has."""
+        counts = np.bincount(self.codes + 1, minlength=len(self.values) + 1)
+        return [self.values[code] for code in np.flatnonzero(counts[1:])]
+
+
+def joined(pieces: list[Any]) -> Any:
+    """One column of parts in order: numpy arrays concatenated, ``Coded`` parts as one
+    ``Coded``, a string column with an object-array part as an object array."""
+    if all(isinstance(piece, Coded) for piece in pieces):
+        return _strings(pieces, coded=True)
+    if any(isinstance(piece, Coded) for piece in pieces):
+        return _strings(pieces, coded=False)
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
 
 class _Coder:
     """Codes for the values met so far (``Coded``'s table, built as they come)."""
@@ -333,6 +348,8 @@ STRING_COLUMNS = frozenset({"module", "op_name", "source"})
 
 def _strings(pieces: list[Any], coded: bool) -> Any:
     """One string column from its parts (object arrays or ``Coded``)."""
+    if coded and len(pieces) == 1 and isinstance(pieces[0], Coded):
+        return pieces[0]
     if not coded:
         objects = [piece.objects() if isinstance(piece, Coded) else piece for piece in pieces]
         return objects[0] if len(objects) == 1 else np.concatenate(objects)

@@ -4,8 +4,8 @@ that uses it: a msgpack description and the columns' raw buffers, each sent as i
 Data only, like the cache (``profan.cache.store``): msgpack read back by ``msgspec`` into typed
 structs, and raw little-endian numbers; nothing in it is ever executed.  The string columns of
 the op tables travel as codes and their few distinct values (``planes.Coded``: what the reader
-builds them from), never as one Python string per row.  ``decode`` gives back the host exactly
-as ``xplane.read_host`` would have returned it in the receiving process.
+builds them from), never as one Python string per row.  ``receive`` gives back the host exactly
+as ``xplane.read_host(..., coded=True)`` returned it in the sending process.
 """
 
 from __future__ import annotations
@@ -114,14 +114,14 @@ def receive(stream: IO[bytes]) -> HostTrace | tuple[str, str]:
         _read_into(stream, memoryview(blob))
         blobs.append(blob)
 
-    def column(described: _Column) -> np.ndarray:
+    def column(described: _Column) -> Any:
         if described.kind == "objects":
             values = np.empty(len(described.values), dtype=object)
             values[:] = described.values
             return values
         array = np.frombuffer(blobs[described.blob], dtype=np.dtype(described.dtype))
         if described.kind == "coded":
-            return Coded(array, described.values).objects()
+            return Coded(array, described.values)
         return array
 
     described = message.host

@@ -67,6 +67,7 @@ from profan.trace.planes import (
     _OpColumns,
     _PlaneStats,
     _stat_value,
+    joined,
     plane_stats,
 )
 from profan.trace.schema import load_schema
@@ -135,11 +136,11 @@ def merge_parts(parts: list[HostTrace]) -> HostTrace:
     return trace
 
 
-def _joined_columns(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def _joined_columns(tables: list[dict[str, Any]]) -> dict[str, Any]:
     tables = [table for table in tables if table]
     if len(tables) < 2:
         return tables[0] if tables else {}
-    return {name: np.concatenate([table.pop(name) for table in tables]) for name in list(tables[0])}
+    return {name: joined([table.pop(name) for table in tables]) for name in list(tables[0])}
 
 
 def _note_host_launches(trace: HostTrace) -> None:
