@@ -10,6 +10,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 import pytest
@@ -199,12 +200,14 @@ def test_keys_change_with_version_and_code(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_code_digest_covers_the_package_and_its_data(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A changed source file, data table or grammar changes the digest (of a copy of the
-    package, changed file by file)."""
+    package, changed file by file), also when the digest of the files before was recorded
+    under their stat signatures and a change keeps a file's size and modification time."""
     import profan.paths
 
+    monkeypatch.setattr(keys, "_RACY_NS", 0)  # (the copy is new: record its digest anyway)
     package = Path(profan.__file__).parent
     copy = tmp_path / "profan"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -212,12 +215,32 @@ def test_code_digest_covers_the_package_and_its_data(
     monkeypatch.setattr(profan.paths, "PACKAGE_DIR", copy)
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)
     digests = {keys.code_digest()}
+    assert _entries(cache, "inputs"), "the digest of the files as they are is recorded"
+    opened: list[str] = []
+
+    def counted_open(path: str, mode: str) -> BinaryIO:
+        opened.append(path)
+        return open(path, mode)
+
+    monkeypatch.setattr(keys, "open", counted_open, raising=False)
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    assert keys.code_digest() in digests and not opened, "reused while no file changed"
     for changed in ("report/model.py", "data/chips.toml", "../grammars/hlo.lark"):
         with (copy / changed).open("a") as handle:
             handle.write("\n")
         monkeypatch.setattr(keys, "_CODE_DIGEST", None)
         digests.add(keys.code_digest())
-    assert len(digests) == 4
+    assert len(digests) == 4 and opened, "read again once a file changed"
+    # same size, modification time put back: the change time moved
+    target = copy / "report" / "model.py"
+    before = target.stat()
+    time.sleep(0.01)
+    target.write_bytes(target.read_bytes().replace(b"\n\n", b"\n#", 1))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert target.stat().st_size == before.st_size
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    assert keys.code_digest() not in digests
+    digests.add(keys.code_digest())
     (copy / "cache" / "__pycache__").mkdir()
     (copy / "cache" / "__pycache__" / "keys.cpython-311.pyc").write_bytes(b"compiled")
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)

@@ -34,14 +34,12 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
 import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -257,6 +255,8 @@ def finish_writes(only: tuple[str, str] | None = None) -> None:
 
 
 def _store(path: Path, encoded: tuple[int, list[Any]], bound: int) -> bool:
+    import tempfile  # only a write needs it (with shutil and random): a cache hit does not
+
     temporary = None
     try:
         pieces = _checked(encoded)
@@ -283,8 +283,7 @@ def _bound_or_none() -> int:
         return DEFAULT_MAX_BYTES  # `profan cache info` names the bad value
 
 
-@dataclass(frozen=True, slots=True)
-class StoredFile:
+class StoredFile(NamedTuple):
     """One file of the store, as ``info`` and eviction see it."""
 
     path: Path

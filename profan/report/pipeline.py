@@ -6,14 +6,13 @@ Each step runs once: the sharding of every module is described once and handed t
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from profan.cache.inputs import events_key, seen_before
 from profan.cache.reports import (
@@ -27,7 +26,6 @@ from profan.cache.reports import (
 from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
-from profan.trace import prefetch
 from profan.trace.discover import Run, find_run
 from profan.trace.storage import is_remote
 
@@ -124,8 +122,7 @@ def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
     return str(path), hlo
 
 
-@dataclass(frozen=True, slots=True)
-class Inputs:
+class Inputs(NamedTuple):
     """What a report is made from: the trace path (``trace/`` of a fixture-style folder), the
     HLO dumps joined to it, and the run found there."""
 
@@ -160,6 +157,8 @@ def reading_ahead(
     on the way out."""
     started = None
     if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
+        from profan.trace import prefetch  # (a report found in the cache reads nothing)
+
         started = prefetch.start(inputs.run)
     try:
         with writing_behind():
@@ -250,6 +249,8 @@ def _prepare_while_reading(inputs: Inputs, program_meshes: dict[str, ProgramMesh
     """The work on the ``--hlo`` dump that needs no trace, done while a worker reads it
     (``reading_ahead``); None when no read is under way or the dump cannot be read (the loader
     then parses it and reports what is wrong, as without a read ahead)."""
+    from profan.trace import prefetch
+
     if inputs.hlo is None or not prefetch.reading(inputs.run):
         return None
     from profan import sharding
@@ -419,6 +420,8 @@ def cache_key(
 
 
 def read_json_report(path: str | Path) -> Report:
+    import json
+
     from profan.report.model import Report
 
     try:

@@ -24,7 +24,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,6 +118,8 @@ def start(run: Run) -> HostRead | None:
             _read(path, host, write_end)
             code = 0
         except BaseException:
+            import traceback  # (not imported by a command that reads nothing)
+
             traceback.print_exc()
         finally:
             os._exit(code)  # no atexit handlers, no flush of the command's output buffers

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from profan.errors import TraceError
 
@@ -104,8 +104,7 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-@dataclass(frozen=True)
-class _Stat:
+class _Stat(NamedTuple):
     st_mtime: float
     st_size: int
 
