@@ -319,8 +319,10 @@ class _OpColumns:
             value = columns.get(name)
             if value is None:
                 default = defaults[name]
-                dtype = object if default is None else np.asarray(default).dtype
-                value = np.full(count, default, dtype=dtype)
+                if default is None:  # a string column none of these rows has: codes, no text
+                    value = Coded(np.full(count, -1, dtype=np.int32), [])
+                else:
+                    value = np.full(count, default, dtype=np.asarray(default).dtype)
             elif not isinstance(value, np.ndarray | Coded):
                 value = np.full(count, value)
             self.parts[name].append(value)
