@@ -14,7 +14,9 @@ import dataclasses
 import io
 import json
 import os
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -109,9 +111,20 @@ def test_a_read_error_is_sent_as_its_path_and_reason() -> None:
 
 @pytest.fixture
 def ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every host is big enough and a worker is asked for, whatever the machine's load."""
+    """Every host is big enough and a worker is asked for, whatever the machine's load.  The
+    threads other tests of the session left running (fsspec's event loop, Dask's) live as long
+    as the process: ``start`` rightly never forks beside threads, so here it counts only those
+    started after them (profan's own cache writers among them)."""
     monkeypatch.setattr(prefetch, "SPLIT_HOST_BYTES", 0)
     monkeypatch.setenv("PROFAN_WORKERS", "2")
+    before = [
+        thread for thread in threading.enumerate() if thread is not threading.current_thread()
+    ]
+
+    def active_count() -> int:
+        return threading.active_count() - sum(thread.is_alive() for thread in before)
+
+    monkeypatch.setattr(prefetch, "threading", SimpleNamespace(active_count=active_count))
 
 
 def _gone(pid: int) -> bool:
@@ -141,6 +154,21 @@ def test_a_read_nobody_takes_is_stopped(ahead: None) -> None:
     assert started is not None
     started.stop()
     assert _gone(started.pid) and not prefetch._STARTED
+
+
+def test_no_read_ahead_beside_a_running_thread(ahead: None) -> None:
+    """Forking while another thread runs could copy a lock it holds: no worker then."""
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert prefetch.start(find_run(str(TRACES["cpu-transformer"]), None)) is None
+    finally:
+        release.set()
+        thread.join()
+    started = prefetch.start(find_run(str(TRACES["cpu-transformer"]), None))
+    assert started is not None  # the control: once it is gone
+    started.stop()
 
 
 def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
