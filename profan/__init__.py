@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from profan.lazy import lazy_exports
 from profan.version import __version__
 
 if TYPE_CHECKING:
@@ -16,16 +16,7 @@ if TYPE_CHECKING:
 
 # Imported on first use: a command that never profiles (every CLI command) does not pay for
 # ``profan.capture``'s imports.
-_LAZY = {"Capture": "profan.capture", "capture": "profan.capture"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'profan' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, {"Capture": "profan.capture", "capture": "profan.capture"})
 
 
 def load(

@@ -8,8 +8,7 @@ a report read back from the cache) imports without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from profan.hlo.model import (
     Computation,
@@ -21,20 +20,14 @@ from profan.hlo.model import (
     Shape,
     SourceLocation,
 )
+from profan.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from profan.hlo.parser import parse_instruction, parse_module
 
-_LAZY = {"parse_instruction": "profan.hlo.parser", "parse_module": "profan.hlo.parser"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'profan.hlo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(
+    __name__, {"parse_instruction": "profan.hlo.parser", "parse_module": "profan.hlo.parser"}
+)
 
 
 def parse_file(path: str) -> Module:
