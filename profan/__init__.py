@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-from profan.capture import Capture, capture
+from profan.lazy import lazy_exports
 from profan.version import __version__
 
 if TYPE_CHECKING:
+    from profan.capture import Capture, capture
     from profan.trace.options import LoadOptions
     from profan.trace.profile import Profile
+
+# Imported on first use: a command that never profiles (every CLI command) does not pay for
+# ``profan.capture``'s imports.
+__getattr__ = lazy_exports(__name__, {"Capture": "profan.capture", "capture": "profan.capture"})
 
 
 def load(
@@ -29,5 +36,18 @@ def load(
 
     return _load(path, hlo=hlo, run=run, options=options, **fields)
 
+
+class _Package(types.ModuleType):
+    """``profan.capture`` is the function; the submodule of that name stays in ``sys.modules``
+    only.  Python sets a submodule as an attribute of its package when it is first imported,
+    which, now that it is imported lazily, would hide the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "capture" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = ["Capture", "__version__", "capture", "load"]

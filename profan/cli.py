@@ -10,17 +10,16 @@ exit with the error's code; anything else is a bug in profan and says so.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
-import traceback
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from profan.errors import EXIT_INTERNAL, ProfanError
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):  # (a named tuple: made at every start, ~5x faster than a dataclass)
     help: str  # the line ``profan --help`` lists
     reads_traces: bool = False  # takes --scheduler, --workers (how hosts are read), --no-cache
 
@@ -143,7 +142,16 @@ def _use_kernel_file(path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    args = build_parser(chosen_command(words)).parse_args(words)
+    # Importing the command's modules makes objects that live to the end: the collector's
+    # passes over them find nothing, so it pauses meanwhile (~3 ms of a report re-opened from
+    # the cache).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        args = build_parser(chosen_command(words)).parse_args(words)
+    finally:
+        if collecting:
+            gc.enable()
     try:
         if getattr(args, "user_chips", None):
             _use_chip_file(args.user_chips)
@@ -168,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as error:  # a bug in profan, not the user's fault
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         print(
             f"profan: internal error: {type(error).__name__}: {error}\n"

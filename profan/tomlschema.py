@@ -9,7 +9,6 @@ file profan reads can use it too.
 from __future__ import annotations
 
 import re
-import tomllib
 import types
 import typing
 from pathlib import Path
@@ -29,6 +28,8 @@ _STEP = re.compile(r"\.(\w[\w\-]*)|\[(\d+|\.\.\.)\]")
 
 def read_toml(path: str | Path, *, what: str) -> dict[str, Any]:
     """The TOML document in ``path``; unreadable or malformed files raise ``ConfigError``."""
+    import tomllib  # only when a TOML file is read (a report from the cache reads none)
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

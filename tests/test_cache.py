@@ -10,6 +10,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 import pytest
@@ -95,6 +96,45 @@ def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path
     assert not marker.exists()
 
 
+def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> None:
+    """Within ``writing_behind``, ``write_entry(background=True)`` returns at once; reading the
+    entry, listing the store and the end of the scope wait for it; the file is the one a plain
+    write makes."""
+    blob = bytes(range(256)) * 40_000  # 10 MB: the checksum and the write take a while
+    assert store.write_entry("profiles", "plain", {"n": 1}, [blob])
+    with store.writing_behind():
+        assert store.write_entry("profiles", "soon", {"n": 1}, [blob], background=True)
+        assert store._PENDING
+        meta, blobs = store.read_entry("profiles", "soon")
+        assert msgspec.msgpack.decode(meta) == {"n": 1} and bytes(blobs[0]) == blob
+        plain, soon = (cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
+        assert soon.stat().st_size == plain.stat().st_size
+        assert store.write_entry("profiles", "later", {"n": 2}, [blob], background=True)
+        expected = {"plain", "soon", "later"}
+        assert {f.path.stem for f in store.stored_files(["profiles"])} == expected
+        assert store.write_entry("profiles", "last", {"n": 3}, [blob], background=True)
+    assert not store._PENDING and store.read_entry("profiles", "last") is not None
+    # outside any scope a background write is done at once
+    assert store.write_entry("profiles", "now", {"n": 4}, [blob], background=True)
+    assert not store._PENDING
+
+
+def test_a_file_the_cache_has_not_seen_is_told_apart_without_hashing(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``known_digest`` answers from the stat index alone: None for a new or changed file (so
+    a read can start before its hash), the recorded hash once ``file_digest`` took it."""
+    monkeypatch.setattr(keys, "_RACY_NS", 0)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(b"a" * 1000)
+    assert keys.known_digest(path) is None and not _entries(cache, "inputs")
+    digest = keys.file_digest(path)
+    assert keys.known_digest(path) == digest
+    path.write_bytes(b"b" * 1000)
+    assert keys.known_digest(path) is None
+    assert keys.known_digest(tmp_path / "missing") is None
+
+
 def test_module_codec_round_trips_a_large_module(corpus_dir: Path) -> None:
     path = (
         corpus_dir / "hlo" / "xla" / "xla__backends__cpu__benchmarks__hlo__gemma2_2b_keras_jax.hlo"
@@ -160,12 +200,14 @@ def test_keys_change_with_version_and_code(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_code_digest_covers_the_package_and_its_data(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A changed source file, data table or grammar changes the digest (of a copy of the
-    package, changed file by file)."""
+    package, changed file by file), also when the digest of the files before was recorded
+    under their stat signatures and a change keeps a file's size and modification time."""
     import profan.paths
 
+    monkeypatch.setattr(keys, "_RACY_NS", 0)  # (the copy is new: record its digest anyway)
     package = Path(profan.__file__).parent
     copy = tmp_path / "profan"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -173,12 +215,32 @@ def test_code_digest_covers_the_package_and_its_data(
     monkeypatch.setattr(profan.paths, "PACKAGE_DIR", copy)
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)
     digests = {keys.code_digest()}
+    assert _entries(cache, "inputs"), "the digest of the files as they are is recorded"
+    opened: list[str] = []
+
+    def counted_open(path: str, mode: str) -> BinaryIO:
+        opened.append(path)
+        return open(path, mode)
+
+    monkeypatch.setattr(keys, "open", counted_open, raising=False)
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    assert keys.code_digest() in digests and not opened, "reused while no file changed"
     for changed in ("report/model.py", "data/chips.toml", "../grammars/hlo.lark"):
         with (copy / changed).open("a") as handle:
             handle.write("\n")
         monkeypatch.setattr(keys, "_CODE_DIGEST", None)
         digests.add(keys.code_digest())
-    assert len(digests) == 4
+    assert len(digests) == 4 and opened, "read again once a file changed"
+    # same size, modification time put back: the change time moved
+    target = copy / "report" / "model.py"
+    before = target.stat()
+    time.sleep(0.01)
+    target.write_bytes(target.read_bytes().replace(b"\n\n", b"\n#", 1))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert target.stat().st_size == before.st_size
+    monkeypatch.setattr(keys, "_CODE_DIGEST", None)
+    assert keys.code_digest() not in digests
+    digests.add(keys.code_digest())
     (copy / "cache" / "__pycache__").mkdir()
     (copy / "cache" / "__pycache__" / "keys.cpython-311.pyc").write_bytes(b"compiled")
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)

@@ -280,7 +280,9 @@ def test_a_pod_read_reduced_is_a_clear_error(tmp_path, capsys, monkeypatch) -> N
     monkeypatch.setattr(
         api,
         "load_run",
-        lambda path, found, opts: real(path, found, dataclasses.replace(opts, form="reduced")),
+        lambda path, found, opts, *dumped: real(
+            path, found, dataclasses.replace(opts, form="reduced"), *dumped
+        ),
     )
     target = tmp_path / "pod.json"
     assert main(["export", str(FIXTURES / "multihost"), "--output", str(target)]) == 2

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profan.cache.keys import file_digest, remote_fingerprint
+from profan.cache.keys import file_digest, known_digest, remote_fingerprint, versioned
 
 # The environment variables that add user tables to the chip catalogue and to the kernel
 # registry (profan.chips.USER_CHIPS_ENV, profan.cost.kernels.USER_KERNELS_ENV; a test checks
@@ -83,3 +83,26 @@ def user_tables() -> list[Any] | None:
             return None
         parts.append([variable, found])
     return parts
+
+
+def events_key(
+    path: Any,
+    run: str | None,
+    files: Mapping[str, Any],
+    formats: Mapping[str, str],
+    skipped: Any,
+    hlo: str | os.PathLike[str] | None,
+) -> str | None:
+    """The key of a run's loaded profile in the events form (``profan.trace.pod``): the path
+    as given, the run, every host file's content and ``--hlo``'s (None: not cached)."""
+    parts, dump = run_inputs(files, formats), hlo_inputs(hlo)
+    if parts is None or dump is None:
+        return None
+    return versioned("profile", [str(path), run, parts, skipped, dump])
+
+
+def seen_before(files: Mapping[str, Any]) -> bool:
+    """Whether the cache knows every one of these host files as it is now (local files whose
+    digest the stat index holds): without hashing any.  A file it has not seen has nothing
+    stored of it (short of a copy of a file it has)."""
+    return all(isinstance(file, Path) and known_digest(file) is not None for file in files.values())

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from profan.cache.frames import Table, Unsupported, decode_frame, encode_frame
-from profan.cache.modules import module_fields
+from profan.cache.modules import encoded_module
 from profan.cache.store import read_entry, write_entry
 from profan.hlo.model import Module
 from profan.trace.hosts import HostsAnalysis, HostSummary
@@ -69,8 +69,10 @@ _HOST_DECODER = msgspec.msgpack.Decoder(_HostMeta)
 _DECODE_ERRORS = (msgspec.DecodeError, ValueError, TypeError, KeyError, IndexError)
 
 
-def write_profile(key: str, profile: Profile) -> bool:
-    """Store ``profile`` under ``key``; False when it holds something the format does not."""
+def write_profile(key: str, profile: Profile, *, background: bool = False) -> bool:
+    """Store ``profile`` under ``key``; False when it holds something the format does not.
+    ``background``: its file is written by a thread (``store.write_entry``) while the caller
+    goes on; the profile's tables must not change meanwhile (no caller changes them)."""
     blobs: list[Any] = []
     try:
         tables = {
@@ -90,7 +92,7 @@ def write_profile(key: str, profile: Profile) -> bool:
         "path": profile.path,
         "run": profile.run,
         "device": profile.device,
-        "modules": {key: module_fields(module) for key, module in profile.modules.items()},
+        "modules": {key: encoded_module(module) for key, module in profile.modules.items()},
         "unmatched": profile.unmatched,
         "notes": profile.notes,
         "origin_ns": int(profile.origin_ns),
@@ -98,7 +100,7 @@ def write_profile(key: str, profile: Profile) -> bool:
         "hlo_protos": protos,
         **tables,
     }
-    return write_entry("profiles", key, meta, blobs)
+    return write_entry("profiles", key, meta, blobs, background=background)
 
 
 def read_profile(key: str) -> Profile | None:

@@ -34,13 +34,12 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
+import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -107,6 +106,9 @@ def read_entry(kind: str, key: str) -> tuple[msgspec.Raw, list[memoryview]] | No
     """The meta (undecoded msgpack) and blobs of the entry ``key``, or None on a miss.
 
     The blobs are writable views of one buffer, so numpy arrays built on them are writable."""
+    pending = _PENDING.get((kind, key))
+    if pending is not None:
+        pending.join()  # written in the background (``write_entry(background=True)``)
     path = _entry_path(kind, key)
     if path is None:
         return None
@@ -123,6 +125,12 @@ def read_entry(kind: str, key: str) -> tuple[msgspec.Raw, list[memoryview]] | No
         with contextlib.suppress(OSError):
             os.utime(path)  # least recently used goes first
     return parsed
+
+
+def entry_exists(kind: str, key: str) -> bool:
+    """Whether an entry ``key`` is stored (not whether it is intact: reading it tells)."""
+    path = _entry_path(kind, key)
+    return path is not None and path.is_file()
 
 
 def parse_entry(buffer: bytearray, key: str) -> tuple[msgspec.Raw, list[memoryview]] | None:
@@ -150,6 +158,12 @@ def parse_entry(buffer: bytearray, key: str) -> tuple[msgspec.Raw, list[memoryvi
 
 def encode_entry(key: str, meta: Any, blobs: Sequence[Any] = ()) -> list[Any]:
     """The pieces of an entry's file, in order (blobs: anything with the buffer protocol)."""
+    return _checked(_pieces(key, meta, blobs))
+
+
+def _pieces(key: str, meta: Any, blobs: Sequence[Any]) -> tuple[int, list[Any]]:
+    """The entry's header length and its pieces after the prefix (meta encoded now; the blobs
+    as they are)."""
     views = [memoryview(blob).cast("B") for blob in blobs]
     spans, offset = [], 0
     for view in views:
@@ -163,31 +177,89 @@ def encode_entry(key: str, meta: Any, blobs: Sequence[Any] = ()) -> list[Any]:
         pieces.append(b"\0" * (start - position))
         pieces.append(view)
         position = start + view.nbytes
+    return len(header), pieces
+
+
+def _checked(encoded: tuple[int, list[Any]]) -> list[Any]:
+    """The pieces with their prefix (magic, header length, CRC of the rest) in front."""
+    header_length, pieces = encoded
     checksum = 0
     for piece in pieces:
         checksum = zlib.crc32(piece, checksum)
-    return [_PREFIX.pack(MAGIC, len(header), checksum), *pieces]
+    return [_PREFIX.pack(MAGIC, header_length, checksum), *pieces]
 
 
 def _aligned(offset: int) -> int:
     return -(-offset // _ALIGN) * _ALIGN
 
 
-def write_entry(kind: str, key: str, meta: Any, blobs: Sequence[Any] = ()) -> bool:
+# Entries being written in the background, by (kind, key): reading one waits for it.
+_PENDING: dict[tuple[str, str], threading.Thread] = {}
+_BEHIND = [0]  # depth of ``writing_behind`` scopes: background writes are allowed within one
+
+
+@contextlib.contextmanager
+def writing_behind() -> Iterator[None]:
+    """Within: ``write_entry(background=True)`` writes in the background; on the way out of
+    the outermost scope every such write is waited for.  Outside any scope it writes at once
+    (a library caller never returns with a thread of profan's still writing)."""
+    _BEHIND[0] += 1
+    try:
+        yield
+    finally:
+        _BEHIND[0] -= 1
+        if not _BEHIND[0]:
+            finish_writes()
+
+
+def write_entry(
+    kind: str, key: str, meta: Any, blobs: Sequence[Any] = (), *, background: bool = False
+) -> bool:
     """Store an entry (atomically); whether it was stored.  Failing only costs the next run
-    its speed: a full or read-only disk, or data the format cannot hold, is not an error."""
+    its speed: a full or read-only disk, or data the format cannot hold, is not an error.
+
+    ``background`` (within ``writing_behind``): the meta is encoded now, and the checksum,
+    the file and the eviction are done by a thread while the caller goes on (the checksum and
+    the writes release the interpreter's lock: on the big trace's loaded profile, ~50 MB, they
+    are most of its cost).  The blobs must not change until it is done.  True once it is under
+    way; reading the entry waits for it, ``finish_writes`` waits for all, and so does the end
+    of the scope."""
     bound = _bound_or_none()
     path = _entry_path(kind, key)
     if path is None or bound == 0:
         return False
     try:
-        pieces = encode_entry(key, meta, blobs)
+        encoded = _pieces(key, meta, blobs)
     except (TypeError, ValueError, OverflowError):
         return False
-    if sum(memoryview(piece).nbytes for piece in pieces) > bound:
+    if _PREFIX.size + sum(memoryview(piece).nbytes for piece in encoded[1]) > bound:
         return False  # would evict everything, itself included
+    if not background or not _BEHIND[0]:
+        return _store(path, encoded, bound)
+    finish_writes((kind, key))
+    thread = threading.Thread(
+        target=_store, args=(path, encoded, bound), name=f"profan cache: {kind}"
+    )
+    _PENDING[(kind, key)] = thread
+    thread.start()
+    return True
+
+
+def finish_writes(only: tuple[str, str] | None = None) -> None:
+    """Wait for the entries being written in the background (``only``: that one)."""
+    for name, thread in list(_PENDING.items()):
+        if (only is None or name == only) and thread is not threading.current_thread():
+            thread.join()
+            if _PENDING.get(name) is thread:
+                del _PENDING[name]
+
+
+def _store(path: Path, encoded: tuple[int, list[Any]], bound: int) -> bool:
+    import tempfile  # only a write needs it (with shutil and random): a cache hit does not
+
     temporary = None
     try:
+        pieces = _checked(encoded)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
         with os.fdopen(handle, "wb") as stream:
             for piece in pieces:
@@ -211,8 +283,7 @@ def _bound_or_none() -> int:
         return DEFAULT_MAX_BYTES  # `profan cache info` names the bad value
 
 
-@dataclass(frozen=True, slots=True)
-class StoredFile:
+class StoredFile(NamedTuple):
     """One file of the store, as ``info`` and eviction see it."""
 
     path: Path
@@ -222,7 +293,13 @@ class StoredFile:
 
 
 def stored_files(kinds: Sequence[str] = KINDS) -> Iterator[StoredFile]:
-    """Every entry (and left-over temporary file) of these kinds."""
+    """Every entry (and left-over temporary file) of these kinds (once the entries being
+    written in the background are written)."""
+    finish_writes()
+    return _stored_files(kinds)
+
+
+def _stored_files(kinds: Sequence[str] = KINDS) -> Iterator[StoredFile]:
     from profan.paths import cache_root
 
     root = cache_root()
@@ -244,7 +321,7 @@ def stored_files(kinds: Sequence[str] = KINDS) -> Iterator[StoredFile]:
 def evict(bound: int) -> int:
     """Remove the least recently used entries until the store holds at most ``bound`` bytes
     (and temporary files that writers which died left behind); the bytes removed."""
-    files = list(stored_files())
+    files = list(_stored_files())  # (a background writer evicts too: it waits for none)
     total = sum(f.size for f in files)
     stale_before = time.time_ns() - _STALE_TEMPORARY_S * 10**9
     stale = [f for f in files if _stale(f, stale_before)]

@@ -6,8 +6,15 @@ import argparse
 import sys
 
 from profan.cache.reports import read_text, text_key, write_report, write_text
-from profan.report.config import load_rule_config
-from profan.report.pipeline import Progress, analyse_inputs, cache_key, locate
+from profan.report.config import RuleConfig, load_rule_config
+from profan.report.pipeline import (
+    Inputs,
+    Progress,
+    analyse_inputs,
+    cache_key,
+    locate,
+    reading_ahead,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +30,15 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress()
     config = load_rule_config(args.config)
     inputs = locate(args.trace, args.hlo, args.run)
+    with reading_ahead(inputs, args.chip, config, use_cache=not args.no_cache):
+        text = _annotated(args, inputs, config, progress)
+    sys.stdout.write(text)
+    return 0
+
+
+def _annotated(
+    args: argparse.Namespace, inputs: Inputs, config: RuleConfig, progress: Progress
+) -> str:
     key = None if args.no_cache else cache_key(inputs, args.chip, config)
     # The annotated text is cached whole: it prints the module's HLO beside the report.
     annotated_key = None if key is None else text_key(key, "annotate", args.module)
@@ -37,5 +53,4 @@ def run(args: argparse.Namespace) -> int:
         if key is not None and annotated_key is not None:
             write_report(key, report)
             write_text(annotated_key, text)
-    sys.stdout.write(text)
-    return 0
+    return text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,6 +100,8 @@ def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
 
 def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = False) -> str:  # type: ignore[no-untyped-def]
     if fmt == "json":
+        import json  # not on the way to a text found in the cache
+
         return json.dumps(report.to_dict(), indent=1) + "\n"
     if fmt == "term":
         from profan.report import terminal

@@ -2,7 +2,13 @@
 
 ``parse_module(text)`` reads a whole module, ``parse_file(path)`` reads a file (cached under the
 user's cache directory), ``parse_instruction(line)`` reads one instruction line as XProf shows it.
+The parser (and Lark) is imported on first use: what only needs the model (the trace readers,
+a report read back from the cache) imports without it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from profan.hlo.model import (
     Computation,
@@ -14,7 +20,14 @@ from profan.hlo.model import (
     Shape,
     SourceLocation,
 )
-from profan.hlo.parser import parse_instruction, parse_module
+from profan.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from profan.hlo.parser import parse_instruction, parse_module
+
+__getattr__ = lazy_exports(
+    __name__, {"parse_instruction": "profan.hlo.parser", "parse_module": "profan.hlo.parser"}
+)
 
 
 def parse_file(path: str) -> Module:

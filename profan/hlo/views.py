@@ -18,7 +18,6 @@ from profan.hlo.devices import (
     decode_sharding,
     decode_source_target_pairs,
 )
-from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.model import Metadata, SourceLocation
 from profan.hlo.opcodes import GROUPED_COLLECTIVE_KINDS, collective_kind
 from profan.hlo.text import unquote
@@ -151,7 +150,9 @@ def backend_config(instruction: Instruction) -> dict | None:
     decoded = None
     if text is not None:
         decoded = _decode_json(text)
-        if decoded is None:
+        if decoded is None:  # MLIR attributes: their (Lark) parser is loaded only for them
+            from profan.hlo.mlir_attributes import decode_attribute_dict
+
             decoded = decode_attribute_dict(text)
     instruction._backend_config = decoded
     return decoded

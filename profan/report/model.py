@@ -253,7 +253,9 @@ class Report:
                 "chip": self.chip,
                 "steps": self.steps,
                 "summary": self.summary.to_dict(),
-                "ops": [dataclasses.asdict(op) for op in self.ops],
+                # each op's fields as they are: _clean copies their lists and dicts (asdict's
+                # deep copy of every value, then _clean's, cost twice as much)
+                "ops": [{name: getattr(op, name) for name in _OP_FIELDS} for op in self.ops],
                 "findings": [_finding_dict(f) for f in self.findings],
                 "unmatched": self.unmatched,
                 "memory": self.memory,
@@ -306,6 +308,9 @@ class Report:
         return None
 
 
+_OP_FIELDS = tuple(item.name for item in dataclasses.fields(OpEntry))
+
+
 def _finding_dict(finding: Finding) -> dict[str, Any]:
     data = dataclasses.asdict(finding)
     if data.get("host") is None:
@@ -329,7 +334,9 @@ def _clean(value: Any) -> Any:
 
 def _clean_scalar(value: Any) -> Any:
     """A numpy or pandas scalar (numpy and pandas are loaded when one exists: imported here, so
-    that reading a report back never imports them)."""
+    that reading a report back never imports them), or a dataclass (its fields)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _clean(dataclasses.asdict(value))
     import numpy as np
     import pandas as pd
 

@@ -6,14 +6,15 @@ Each step runs once: the sharding of every module is described once and handed t
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from profan.cache.inputs import events_key, seen_before
 from profan.cache.reports import (
     read_report,
     read_text,
@@ -22,6 +23,7 @@ from profan.cache.reports import (
     write_report,
     write_text,
 )
+from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
 from profan.trace.discover import Run, find_run
@@ -29,8 +31,10 @@ from profan.trace.storage import is_remote
 
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
     from profan import chips
+    from profan.hlo.model import Module
     from profan.report.build import Analysis
     from profan.report.model import Report
+    from profan.roofline.scoring import ModuleScoring
     from profan.sharding import ProgramMesh, ShardingReport
     from profan.trace.profile import Profile
 
@@ -60,17 +64,24 @@ def _get_chip(name: str | None) -> chips.Chip | None:
 
 
 def describe_shardings(
-    profile: Profile, program_meshes: Mapping[str, ProgramMesh] | None = None
+    profile: Profile,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
+    described: Mapping[str, tuple[Module, ShardingReport]] | None = None,
 ) -> dict[str, ShardingReport]:
     """``profan.sharding.describe`` of every module of the profile, by module key.
     ``program_meshes`` (by module base name, ``jit_layer``): the mesh each program was written
-    for, when the caller knows it (``profan.capture`` does), so axes carry the program's names."""
+    for, when the caller knows it (``profan.capture`` does), so axes carry the program's names.
+    ``described``: key -> (module, its description with these meshes) made before."""
     from profan import sharding
     from profan.report.keys import base_name
 
     meshes = program_meshes or {}
     out: dict[str, ShardingReport] = {}
     for key, module in profile.modules.items():
+        known = (described or {}).get(key)
+        if known is not None and known[0] is module:
+            out[key] = known[1]
+            continue
         try:
             out[key] = sharding.describe(module, meshes.get(base_name(key)))
         except ProfanError:
@@ -111,8 +122,7 @@ def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
     return str(path), hlo
 
 
-@dataclass(frozen=True, slots=True)
-class Inputs:
+class Inputs(NamedTuple):
     """What a report is made from: the trace path (``trace/`` of a fixture-style folder), the
     HLO dumps joined to it, and the run found there."""
 
@@ -129,6 +139,51 @@ def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> 
     return Inputs(trace, hlo, find_run(trace, run))
 
 
+@contextmanager
+def reading_ahead(
+    inputs: Inputs | None,
+    chip: str | None = None,
+    config: RuleConfig | None = None,
+    page: bool = False,
+    use_cache: bool = True,
+) -> Iterator[None]:
+    """Within: the trace of ``inputs`` is read by a worker process started now, while this one
+    imports the pipeline, parses the HLO dump and prepares the rest (``profan.trace.prefetch``:
+    one big local host, an idle CPU), when it will be read at all: not when a report or the
+    loaded profile of these inputs is in the cache.  That is told without hashing a trace file
+    the cache has not seen (nothing is stored of it): a new trace starts reading before its
+    hash is taken.  The read is stopped on the way out if the loader did not take it.  Cache
+    entries are written behind the work meanwhile (``store.writing_behind``), and waited for
+    on the way out."""
+    started = None
+    if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
+        from profan.trace import prefetch  # (a report found in the cache reads nothing)
+
+        started = prefetch.start(inputs.run)
+    try:
+        with writing_behind():
+            yield
+    finally:
+        if started is not None:
+            started.stop()
+
+
+def _will_read(
+    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool, use_cache: bool
+) -> bool:
+    if not use_cache or not seen_before(inputs.run.files):
+        return True
+    found = inputs.run
+    report = cache_key(inputs, chip, config, page)
+    profile = events_key(
+        inputs.trace, found.name, found.files, found.formats, found.skipped, inputs.hlo
+    )
+    return not any(
+        key is not None and entry_exists(kind, key)
+        for kind, key in (("reports", report), ("profiles", profile))
+    )
+
+
 def analyse(
     path: str | Path,
     *,
@@ -143,7 +198,8 @@ def analyse(
     may come from the cache, ``profan.cache``)."""
     progress = progress or Progress(False)
     inputs = locate(path, hlo, run)
-    return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+    with reading_ahead(inputs, use_cache=use_cache):
+        return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
 
 
 def analyse_inputs(
@@ -161,14 +217,66 @@ def analyse_inputs(
 
     progress(f"loading {inputs.trace}")
     options = LoadOptions(hlo=inputs.hlo, progress=progress.enabled or None, use_cache=use_cache)
-    profile = load_run(inputs.trace, inputs.run, options)
+    meshes = dict(program_meshes or {})
+    ahead = _prepare_while_reading(inputs, meshes)
+    profile = load_run(inputs.trace, inputs.run, options, ahead.modules if ahead else None)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
-    dumped = dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}
-    shardings = describe_shardings(profile, {**dumped, **(program_meshes or {})})
+    if ahead is None:
+        meshes = {**(dumped_program_meshes(Path(inputs.hlo)) if inputs.hlo else {}), **meshes}
+    else:
+        meshes = ahead.meshes
+    shardings = describe_shardings(profile, meshes, ahead.shardings if ahead else None)
     progress("scoring")
-    score = roofline.score(profile, _get_chip(chip), shardings=shardings)
+    scorings = ahead.scorings if ahead else None
+    score = roofline.score(profile, _get_chip(chip), shardings=shardings, scorings=scorings)
     return Analysis(profile, score, shardings)
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """What is made of the ``--hlo`` dump while a worker reads the trace: its modules (the
+    profile's, as the loader keys them), the programs' meshes, each module's sharding and its
+    scoring with every scheduled instruction's cost estimated (``ModuleScoring``)."""
+
+    modules: list[Module]
+    meshes: dict[str, ProgramMesh]
+    shardings: dict[str, tuple[Module, ShardingReport]]
+    scorings: dict[str, ModuleScoring]
+
+
+def _prepare_while_reading(inputs: Inputs, program_meshes: dict[str, ProgramMesh]) -> _Ahead | None:
+    """The work on the ``--hlo`` dump that needs no trace, done while a worker reads it
+    (``reading_ahead``); None when no read is under way or the dump cannot be read (the loader
+    then parses it and reports what is wrong, as without a read ahead)."""
+    from profan.trace import prefetch
+
+    if inputs.hlo is None or not prefetch.reading(inputs.run):
+        return None
+    from profan import sharding
+    from profan.report.keys import base_name
+    from profan.roofline.scoring import ModuleScoring
+    from profan.trace.hlofiles import modules_from_path
+
+    try:
+        modules = modules_from_path(Path(inputs.hlo))
+        meshes = {**dumped_program_meshes(Path(inputs.hlo)), **program_meshes}
+    except ProfanError:
+        return None
+    ahead = _Ahead(modules, meshes, {}, {})
+    for module in modules:
+        key = module.name  # the loader's key of a --hlo module (the first of a name wins)
+        if key in ahead.scorings:
+            continue
+        try:
+            report = sharding.describe(module, meshes.get(base_name(key)))
+        except ProfanError:
+            report = None  # described again after the load, and left out then as now
+        else:
+            ahead.shardings[key] = (module, report)
+        ahead.scorings[key] = scoring = ModuleScoring(module, report)
+        scoring.estimate_ahead()
+    return ahead
 
 
 def report_for(
@@ -193,8 +301,9 @@ def report_for(
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
     inputs = locate(path, hlo, run)
-    key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
-    return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
+    with reading_ahead(inputs, chip, config, page, use_cache):
+        key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
+        return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
 
 
 def text_for(
@@ -215,13 +324,32 @@ def text_for(
     the reports, e.g. the format and its options) was made from the same reports before.  For
     renderings without side effects; a JSON report among ``paths`` is read, never cached."""
     progress = progress or Progress(False)
-    located: list[tuple[Inputs | None, str | None]] = []
-    for path in paths:
-        if str(path).endswith(".json") and Path(path).is_file():
-            located.append((None, None))
-            continue
-        inputs = locate(path, hlo, run)
-        located.append((inputs, cache_key(inputs, chip, config, page) if use_cache else None))
+    traces = [
+        None if str(path).endswith(".json") and Path(path).is_file() else locate(path, hlo, run)
+        for path in paths
+    ]
+    # one trace (not a diff of two) is read ahead while the keys are taken and the rest imported
+    ahead = traces[0] if len(traces) == 1 else None
+    with reading_ahead(ahead, chip, config, page, use_cache):
+        return _text(paths, traces, render, rendering, chip, config, progress, use_cache, page)
+
+
+def _text(
+    paths: Sequence[str | Path],
+    traces: list[Inputs | None],
+    render: Callable[..., str],
+    rendering: tuple[Any, ...],
+    chip: str | None,
+    config: RuleConfig | None,
+    progress: Progress,
+    use_cache: bool,
+    page: bool,
+) -> str:
+    """``text_for`` of traces already located (None: a JSON report)."""
+    located: list[tuple[Inputs | None, str | None]] = [
+        (inputs, cache_key(inputs, chip, config, page) if inputs and use_cache else None)
+        for inputs in traces
+    ]
     keys = [key for _, key in located]
     rendered_key = None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
     text = None if rendered_key is None else read_text(rendered_key)
@@ -292,6 +420,8 @@ def cache_key(
 
 
 def read_json_report(path: str | Path) -> Report:
+    import json
+
     from profan.report.model import Report
 
     try:

@@ -14,23 +14,17 @@ scored on the done (``profan.roofline.spans``); a start has no roofline time of 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from profan.chips import Chip
-from profan.cost import CostModel, OpCost
+from profan.cost import OpCost
 from profan.cost.kernels import reconcile
-from profan.hlo.model import Instruction, Module
-from profan.roofline.facts import (
-    OpFacts,
-    axis_sizes,
-    mesh_axes_by_name,
-    op_facts,
-    program_positions,
-)
+from profan.hlo.model import Instruction
+from profan.roofline.facts import OpFacts, axis_sizes, op_facts
 from profan.roofline.megacore import Accounting
+from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
 from profan.trace.profile import OP_IDENTITY, row_groups
@@ -52,22 +46,6 @@ OP_COLUMNS = (
 
 # Facts an op may lack (no instruction, no metadata, not a collective): ``None`` when absent.
 OPTIONAL_TEXT_COLUMNS = ("scope", "op_path", "shape", "collective", "note")
-
-
-@dataclass(slots=True)
-class _ModuleScoring:
-    """What scoring keeps per module: its cost model, program order and mesh."""
-
-    module: Module
-    sharding: ShardingReport | None
-    model: CostModel = field(init=False)
-    positions: dict[tuple[str | None, str], int] = field(init=False)
-    axes_by_name: dict[str, tuple[str, ...]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.model = CostModel(self.module)
-        self.positions = program_positions(self.module)
-        self.axes_by_name = mesh_axes_by_name(self.sharding)
 
 
 def _present(value: Any) -> bool:
@@ -95,9 +73,12 @@ def per_op_rows(
     chip: Chip,
     shardings: dict[str, ShardingReport] | None,
     accounting: Accounting | None = None,
+    scorings: dict[str, ModuleScoring] | None = None,
 ) -> pd.DataFrame:
     """One row per (module, op) with the per-execution cost and roofline times (``chip``: the
-    figures the trace's accounting is scored against, see ``profan.roofline.megacore``)."""
+    figures the trace's accounting is scored against, see ``profan.roofline.megacore``).
+    ``scorings``: module key -> its scoring prepared beforehand (``ModuleScoring``, for the
+    same module object and sharding), else built here."""
     spans_by_op = async_spans(profile)
     ops = profile.ops
     aggregations: dict[str, tuple[str, str]] = {
@@ -123,7 +104,8 @@ def per_op_rows(
         ],
         axis=1,
     )
-    scorings: dict[str, _ModuleScoring] = {}
+    prepared = scorings or {}
+    scorings = {}
     slice_devices = profile.device.count or None
     rows = []
     for record in summary.to_dict("records"):
@@ -136,11 +118,18 @@ def per_op_rows(
             scoring = scorings.get(module_key)
             if scoring is None:
                 sharding = shardings.get(module_key) if shardings else None
-                scoring = scorings[module_key] = _ModuleScoring(module, sharding)
+                scoring = prepared.get(module_key)
+                if (
+                    scoring is None
+                    or scoring.module is not module
+                    or scoring.sharding is not sharding
+                ):
+                    scoring = ModuleScoring(module, sharding)
+                scorings[module_key] = scoring
             cost = (
                 _implicit_element(instruction)
                 if instruction.implicit
-                else scoring.model.estimate(instruction)
+                else scoring.estimate(instruction)
             )
             if accounting is not None:
                 cost = accounting.share(cost)

@@ -14,7 +14,8 @@ from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
 from profan.roofline.ops import per_op_rows
-from profan.roofline.spans import event_rows
+from profan.roofline.scoring import ModuleScoring
+from profan.roofline.spans import device_keys, event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
 from profan.roofline.timeline import time_breakdown
 
@@ -90,9 +91,14 @@ def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chi
 
 
 def _summary(
-    profile: Profile, chip: Chip, per_op: pd.DataFrame, steps: pd.DataFrame, rows: np.ndarray
+    profile: Profile,
+    chip: Chip,
+    per_op: pd.DataFrame,
+    steps: pd.DataFrame,
+    rows: np.ndarray,
+    devices: pd.Series,
 ) -> Summary:
-    breakdown = time_breakdown(profile, per_op, rows)
+    breakdown = time_breakdown(profile, per_op, rows, devices)
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
     # overall efficiency compares synchronous ops only.
     synchronous = per_op[per_op["async_role"].isna()]
@@ -137,20 +143,23 @@ def score(
     chip: Chip | str | None = None,
     *,
     shardings: dict[str, ShardingReport] | None = None,
+    scorings: dict[str, ModuleScoring] | None = None,
 ) -> Score:
     """Score every op of a loaded profile (aggregated over its executions) and every step.
 
     ``shardings``: module key -> ``profan.sharding.describe(module)`` (the pipeline describes
     each module once and passes it in); collectives are timed over the mesh axes the analysis
     found.  Without it nothing is inferred: the axes are those their device groups span.
+    ``scorings``: module key -> its ``ModuleScoring``, prepared while the trace was read.
     """
     accounting = trace_accounting(profile, resolve_chip(chip, profile))
     chip = accounting.scoring_chip(resolve_chip(chip, profile))
-    per_op = per_op_rows(profile, chip, shardings, accounting)
+    per_op = per_op_rows(profile, chip, shardings, accounting, scorings)
     per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
     rows = event_rows(profile, per_op)
     per_op = explain_faster_executions(profile, per_op, chip, rows)
-    steps = step_rows(profile, chip, per_op, rows)
-    summary = _summary(profile, chip, per_op, steps, rows)
+    devices = device_keys(profile.ops)  # which device each op ran on, for both
+    steps = step_rows(profile, chip, per_op, rows, devices)
+    summary = _summary(profile, chip, per_op, steps, rows, devices)
     summary.accounting, summary.accounting_note = accounting.name, accounting.note or None
     return Score(ops=per_op, steps=steps, chip=chip, summary=summary)

@@ -23,6 +23,8 @@ Everything is per device and then the step's busiest device:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,9 +51,29 @@ TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s")
 _TOLERANCE = 1e-9  # relative: float sums of equal times
 
 
-def _executions(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """Every op execution that belongs to a step, with its per-execution roofline figures
-    (``rows``: each execution's row in ``per_op``, see ``spans.event_rows``)."""
+@dataclass(slots=True)
+class _Executions:
+    """Every op execution that belongs to a step, with its per-execution roofline figures: one
+    array entry per execution (numpy columns, not a table: half a million rows of them are the
+    largest thing scoring holds)."""
+
+    step: np.ndarray  # int64
+    device: pd.Categorical  # ``spans.device_keys``
+    columns: dict[str, np.ndarray]  # start_s, duration_s, _end, _roofline, _flops, _async, ...
+    bound: pd.Categorical
+    link: pd.Categorical | None  # built only when some execution is async
+    # a roofline term of each execution (capped at its duration unless async), made on demand
+    term: Callable[[str], np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+
+def _executions(
+    profile: Profile, per_op: pd.DataFrame, rows: np.ndarray, devices: pd.Series
+) -> _Executions:
+    """``_Executions`` of the profile (``rows``: each execution's row in ``per_op``, see
+    ``spans.event_rows``; ``devices``: ``spans.device_keys`` of its ops)."""
     ops = profile.ops
     in_step = ops["step"].notna().to_numpy()  # executions outside every step are left out
     rows = rows[in_step]
@@ -69,45 +91,44 @@ def _executions(profile: Profile, per_op: pd.DataFrame, rows: np.ndarray) -> pd.
         labels = np.append(values.astype(object).to_numpy(), np.array([fill], dtype=object))
         return spread_category(labels, np.where(known, safe, len(labels) - 1))
 
-    frame = pd.DataFrame(
-        {
-            "step": ops["step"].array[in_step],
-            "device": device_keys(ops).array[in_step],
-            "start_s": ops["start_s"].to_numpy()[in_step],
-            "duration_s": ops["duration_s"].to_numpy()[in_step],
-            "_roofline": per_execution(per_op["roofline_s"]),
-            "_flops": per_execution(per_op["flops"], np.nan),
-            "_bound": per_execution_label(per_op["bound_by"], "unknown"),
-            "_async": np.where(known, per_op["async_role"].notna().to_numpy()[safe], False),
-            "_link": per_execution_label(per_op["link"], None),
-        },
-        index=ops.index[in_step],
-    )
-    for term in TERMS:
-        frame[f"_{term}"] = per_execution(per_op[term])
+    start = ops["start_s"].to_numpy()[in_step]
+    duration = ops["duration_s"].to_numpy()[in_step]
+    is_async = np.where(known, per_op["async_role"].notna().to_numpy()[safe], False).astype(bool)
+    roofline = per_execution(per_op["roofline_s"])
+    columns = {
+        "start_s": start,
+        "duration_s": duration,
+        "_end": start + duration,
+        "_roofline": roofline,
+        "_flops": per_execution(per_op["flops"], np.nan),
+        "_async": is_async,
+        # An op measured faster than its roofline (the model over-counts it; Score.ops says
+        # why) counts at its measured time: the step's ideal must stay a lower bound.
+        "_ideal": np.where(is_async, roofline, np.minimum(roofline, duration)),
+        "_faster": ~is_async & (roofline > duration * (1 + _TOLERANCE)),
+    }
+
+    def term(name: str) -> np.ndarray:
+        values = per_execution(per_op[name])
+        return np.where(is_async, values, np.minimum(values, duration))
+
     if "trace_model_flops" in ops:
-        frame["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[in_step]
-    frame["_async"] = frame["_async"].astype(bool)
-    frame["_end"] = frame["start_s"] + frame["duration_s"]
-    # An op measured faster than its roofline (the model over-counts it; Score.ops says why)
-    # counts at its measured time: the step's ideal must stay a lower bound.
-    duration = frame["duration_s"]
-    frame["_ideal"] = np.where(
-        frame["_async"], frame["_roofline"], np.minimum(frame["_roofline"], duration)
+        columns["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[in_step]
+    return _Executions(
+        step=ops["step"].to_numpy(dtype=np.int64, na_value=0)[in_step],
+        device=devices.array[in_step],
+        columns=columns,
+        bound=per_execution_label(per_op["bound_by"], "unknown"),
+        link=per_execution_label(per_op["link"], None) if is_async.any() else None,
+        term=term,
     )
-    frame["_faster"] = ~frame["_async"] & (frame["_roofline"] > duration * (1 + _TOLERANCE))
-    for term in TERMS:
-        frame[f"_{term}"] = np.where(
-            frame["_async"], frame[f"_{term}"], np.minimum(frame[f"_{term}"], duration)
-        )
-    return frame
 
 
-def _busy(frame: pd.DataFrame) -> float:
-    """Time covered by the union of the executions' intervals."""
-    order = frame.sort_values("start_s")
+def _busy(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Time covered by the union of the intervals."""
+    order = np.argsort(starts, kind="quicksort")  # as pandas' sort_values orders them
     covered, reach = 0.0, -math.inf
-    for start, end in zip(order["start_s"], order["_end"], strict=True):
+    for start, end in zip(starts[order].tolist(), ends[order].tolist(), strict=True):
         if end <= reach:
             continue
         covered += end - max(start, reach)
@@ -115,49 +136,56 @@ def _busy(frame: pd.DataFrame) -> float:
     return covered
 
 
-def _device_ideals(frame: pd.DataFrame) -> pd.DataFrame:
+def _device_ideals(frame: _Executions) -> pd.DataFrame:
     """Per (step, device): span, ideal and a note where its ops overlap in time."""
-    steps = frame["step"].to_numpy(dtype=np.int64)
-    codes = frame["device"].cat.codes.to_numpy().astype(np.int64)
+    codes = frame.device.codes.astype(np.int64)
     width = int(codes.max()) + 1 if len(codes) else 1
-    groups, which = np.unique(steps * width + codes, return_inverse=True)
+    # (step, device) groups, sorted: one hash of the rows, one sort of the few groups
+    found, uniques = pd.factorize(frame.step * width + codes)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    groups, which = uniques[order], rank[found]
     size = len(groups)
     start = np.full(size, np.inf)
     end = np.full(size, -np.inf)
-    np.minimum.at(start, which, frame["start_s"].to_numpy(dtype=float))
-    np.maximum.at(end, which, frame["_end"].to_numpy(dtype=float))
-    busy_sum = np.bincount(which, frame["duration_s"].to_numpy(dtype=float), minlength=size)
-    sync = ~frame["_async"].to_numpy(dtype=bool)
+    np.minimum.at(start, which, frame["start_s"].astype(float, copy=False))
+    np.maximum.at(end, which, frame["_end"].astype(float, copy=False))
+    busy_sum = np.bincount(which, frame["duration_s"].astype(float, copy=False), minlength=size)
+    sync = ~frame["_async"]
+    sync_groups = which[sync]
 
-    def summed(column: str) -> np.ndarray:
-        values = frame[column].to_numpy(dtype=float)
-        return np.bincount(which[sync], values[sync], minlength=size)
+    def summed(values: np.ndarray) -> np.ndarray:
+        return np.bincount(sync_groups, values.astype(float, copy=False)[sync], minlength=size)
 
-    serial = summed("_ideal")
-    resources = np.max([summed(f"_{term}") for term in TERMS], axis=0)
+    serial = summed(frame["_ideal"])
     pool = np.zeros(size)
-    if (~sync).any():
+    if (~sync).any() and frame.link is not None:
         transfers = pd.DataFrame(
-            {"group": which[~sync], "link": frame["_link"].to_numpy()[~sync],
-             "ideal": frame["_roofline"].to_numpy(dtype=float)[~sync]}
+            {"group": which[~sync], "link": np.asarray(frame.link)[~sync],
+             "ideal": frame["_roofline"].astype(float, copy=False)[~sync]}
         )  # fmt: skip
         per_link = transfers.groupby(["group", "link"])["ideal"].sum().groupby(level=0).max()
         pool[per_link.index.to_numpy()] = per_link.to_numpy()
     table = pd.DataFrame(
         {
             "step": groups // width,
-            "device": frame["device"].cat.categories[groups % width],
+            "device": frame.device.categories[groups % width],
             "span": end - start,
             "ideal": np.maximum(serial, pool),
             "note": None,
         }
     )
+    resources = None  # what each resource must carry, summed: only where ops overlap
     for index in np.flatnonzero(
         table["ideal"].to_numpy() > table["span"].to_numpy() * (1 + _TOLERANCE)
     ):
         # rare: the serial sum exceeds the device's span; do its ops overlap?
-        if _busy(frame[which == index]) < busy_sum[index]:
+        members = which == index
+        if _busy(frame["start_s"][members], frame["_end"][members]) < busy_sum[index]:
             # ops overlap on this device (streams, threads): what each resource must carry
+            if resources is None:
+                resources = np.max([summed(frame.term(term)) for term in TERMS], axis=0)
             table.at[index, "ideal"] = max(resources[index], pool[index])
             device = table.at[index, "device"]
             table.at[index, "note"] = (
@@ -167,19 +195,51 @@ def _device_ideals(frame: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound."""
+def _time_by_bound(frame: _Executions) -> dict[str, dict[int, float]]:
+    """Op time per bound per step: the executions' durations summed per (step, bound) group,
+    every bound of ``frame.bound``'s categories (0.0 where a step has none of it)."""
+    bounds = frame.bound
+    width = len(bounds.categories)
+    sums = (
+        pd.Series(frame["duration_s"], copy=False).groupby(frame.step * width + bounds.codes).sum()
+    )
+    steps = pd.unique(frame.step)
+    found = dict(zip(sums.index.tolist(), sums.tolist(), strict=True))
+    return {
+        str(bound): {int(step): found.get(int(step) * width + code, 0.0) for step in steps}
+        for code, bound in enumerate(bounds.categories)
+    }
+
+
+def step_rows(
+    profile: Profile,
+    chip: Chip,
+    per_op: pd.DataFrame,
+    rows: np.ndarray,
+    devices: pd.Series | None = None,
+) -> pd.DataFrame:
+    """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound
+    (``devices``: ``spans.device_keys`` of the ops, when the caller has it)."""
     ops = profile.ops
     if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    frame = _executions(profile, per_op, rows)
-    if "trace_model_flops" in frame:
-        model = frame.groupby("step")["trace_model_flops"].sum(min_count=1)
-        model_flops = model.fillna(frame.groupby("step")["_flops"].sum())
+    frame = _executions(profile, per_op, rows, device_keys(ops) if devices is None else devices)
+    # Sums per step (pandas' grouped sums: compensated, in row order) over one grouping.
+    per_step_sums = pd.DataFrame(
+        {
+            name: frame[name]
+            for name in ("trace_model_flops", "_flops", "duration_s", "_faster")
+            if name in frame.columns
+        },
+        copy=False,
+    ).groupby(frame.step)
+    if "trace_model_flops" in frame.columns:
+        model = per_step_sums["trace_model_flops"].sum(min_count=1)
+        model_flops = model.fillna(per_step_sums["_flops"].sum())
     else:
-        model_flops = frame.groupby("step")["_flops"].sum()
-    op_time = frame.groupby("step")["duration_s"].sum()
-    by_bound = frame.groupby(["step", "_bound"])["duration_s"].sum().unstack(fill_value=0.0)
+        model_flops = per_step_sums["_flops"].sum()
+    op_time = per_step_sums["duration_s"].sum()
+    by_bound = _time_by_bound(frame)
     peak = chip.device_peak_flops(MFU_PEAK_DTYPE)
     devices_table = _device_ideals(frame)
     per_step = devices_table.groupby("step").agg(
@@ -188,10 +248,10 @@ def step_rows(profile: Profile, chip: Chip, per_op: pd.DataFrame, rows: np.ndarr
     ideal_of, span_of = per_step["ideal"].to_dict(), per_step["span"].to_dict()
     devices_of = per_step["devices"].to_dict()
     device_notes = devices_table.dropna(subset=["note"]).groupby("step")["note"].agg(list)
-    faster_by_step = frame.groupby("step")["_faster"].sum().to_dict()
+    faster_by_step = per_step_sums["_faster"].sum().to_dict()
     op_time = op_time.to_dict()
     model_flops = model_flops.to_dict()
-    bound_time = {bound: by_bound[bound].to_dict() for bound in BOUNDS if bound in by_bound}
+    bound_time = {bound: by_bound[bound] for bound in BOUNDS if bound in by_bound}
     rows = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step

@@ -8,10 +8,11 @@ re-opening a report from the cache needs) import without them.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from profan.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from profan.trace.api import load
@@ -31,13 +32,7 @@ _EXPORTS = {
 __all__ = ["OP_COLUMNS", "OP_DTYPES", "DeviceInfo", "LoadOptions", "Profile", "Unmatched", "load"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'profan.trace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 class _Package(types.ModuleType):

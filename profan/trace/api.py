@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from profan.hlo.model import Module
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import Progress, scheduler_address
 from profan.trace.load import sizes_of
@@ -39,8 +40,14 @@ def load(
     return load_run(path, find_run(path, opts.run), opts)
 
 
-def load_run(path: str | os.PathLike[str], found: Run, opts: LoadOptions) -> Profile:
-    """``load`` of a run already found (``profan.trace.discover.find_run``)."""
+def load_run(
+    path: str | os.PathLike[str],
+    found: Run,
+    opts: LoadOptions,
+    dumped: list[Module] | None = None,
+) -> Profile:
+    """``load`` of a run already found (``profan.trace.discover.find_run``); ``dumped``: the
+    modules of ``opts.hlo``, when the caller parsed them already (the events form uses them)."""
     sizes = sizes_of(found)
     progress = Progress(len(sizes), sum(sizes), opts.progress)
     reduced = opts.form == "reduced" or (
@@ -49,4 +56,4 @@ def load_run(path: str | os.PathLike[str], found: Run, opts: LoadOptions) -> Pro
     if reduced and len(found.files) > 1:
         scheduler = scheduler_address(opts.scheduler)
         return load_reduced(path, found, opts, sizes, progress, scheduler)
-    return load_events_cached(path, opts, found, progress)
+    return load_events_cached(path, opts, found, progress, dumped)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from profan.hlo.model import Module
 from profan.trace.command_buffers import UNATTRIBUTED, UNATTRIBUTED_NAME
-from profan.trace.planes import PROGRAM_NA
+from profan.trace.planes import PROGRAM_NA, Coded
 
 
 def as_category(values: np.ndarray) -> pd.Categorical:
@@ -22,6 +22,24 @@ def as_category(values: np.ndarray) -> pd.Categorical:
     makes of it (categories sorted, of the dtype pandas infers), with one factorize."""
     codes, uniques = pd.factorize(values, sort=True)
     return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(uniques)))
+
+
+def coded_category(column: Coded, order: np.ndarray) -> pd.Categorical:
+    """``as_category(column.objects()[order])`` from the codes: the few values sorted, the rows'
+    codes renumbered (no string is hashed per row).  Values that are not all strings go the
+    long way."""
+    used = column.used()
+    if not all(type(value) is str for value in used):
+        return as_category(column.objects()[order])
+    ranked = sorted(range(len(used)), key=used.__getitem__)
+    renumber = np.full(len(column.values) + 1, -1, dtype=np.int64)  # the last: code -1 stays
+    index = {value: code for code, value in enumerate(column.values)}
+    for rank, position in enumerate(ranked):
+        renumber[index[used[position]]] = rank
+    categories = pd.Index(np.array([used[position] for position in ranked], dtype=object))
+    return pd.Categorical.from_codes(
+        renumber[column.codes[order]], dtype=pd.CategoricalDtype(categories)
+    )
 
 
 def spread_category(values: np.ndarray, rows: np.ndarray) -> pd.Categorical:

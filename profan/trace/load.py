@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.cache import cached_module
-from profan.errors import TraceError
+from profan.errors import ProfanError, TraceError
 from profan.hlo.model import Module
 from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
@@ -33,19 +33,19 @@ from profan.trace.executors import (
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
-from profan.trace.join import as_category, join_ops, module_key, spread_category
+from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
 from profan.trace.options import LoadOptions
-from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
+from profan.trace.planes import NA_INT, PROGRAM_NA, Coded, HostTrace, joined
+from profan.trace.prefetch import SPLIT_HOST_BYTES, claim
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
 from profan.trace.xplane import is_local_plain, merge_parts, read_host
 
 MAX_EXAMPLES = 5
-# A host file this big or bigger, when it is the only one, is read by several processes at
-# once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to this many:
-# starting a worker and sending its columns back cost ~0.1 s, so smaller files are read whole.
-SPLIT_HOST_BYTES = 32 * 2**20
+# A host file of SPLIT_HOST_BYTES or more, when it is the only one, is read by several
+# processes at once (each a share of its planes and lines, ``xplane.read_host(part=)``), up to
+# this many, unless its read was started ahead (``profan.trace.prefetch``).
 MAX_HOST_SHARES = 4
 
 # (path, host, format, columns to keep, share of the host or None)
@@ -55,7 +55,7 @@ ReadTask = tuple[str, str, str, frozenset[str] | None, tuple[int, int] | None]
 def _read_one(task: ReadTask) -> HostTrace:
     path, host, fmt, keep, part = task
     if fmt == "xplane":
-        return read_host(path, host, keep, part)
+        return read_host(path, host, keep, part, coded=True)
     from profan.trace.jsontrace import read_host_json
 
     return read_host_json(path, host)
@@ -96,11 +96,13 @@ def load_events(
     found: Run | None = None,
     progress: Progress | None = None,
     columns: tuple[str, ...] | None = None,
+    dumped: list[Module] | None = None,
 ) -> Profile:
     """The events form: every op execution of every host (see ``profan.trace.pod``).
 
     ``columns``: only these columns of ``Profile.ops`` (and no ``async_ops``), for a caller that
-    reduces the table at once (the map of the reduced form): the rest is never built."""
+    reduces the table at once (the map of the reduced form): the rest is never built.
+    ``dumped``: the modules of ``opts.hlo``, when the caller parsed them already."""
     hlo, workers, use_cache = opts.hlo, opts.workers, opts.use_cache
     found = found or find_run(path, opts.run)
     sizes = sizes_of(found)
@@ -111,8 +113,17 @@ def load_events(
         (str(file), host, found.formats[host], keep, None)
         for host, file in sorted(found.files.items())
     ]
-    shares = _host_shares(tasks, sizes, workers, scheduler)
-    if shares > 1:  # one big host: read by several processes, a share each
+    started = claim(tasks[0][0], tasks[0][1]) if len(tasks) == 1 and keep is None else None
+    shares = 1 if started is not None else _host_shares(tasks, sizes, workers, scheduler)
+    if started is not None and dumped is None:  # read ahead in a worker: parse the dump now
+        try:
+            dumped = _dump_modules(hlo)
+        except ProfanError:
+            started.result()  # a damaged trace is reported first, as when it is read here
+            raise
+    if started is not None:
+        hosts = [started.result()]
+    elif shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]
         parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
         read = map_beside(_read_in_worker, parts)
@@ -128,7 +139,9 @@ def load_events(
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)
-    modules, keys_by_program, keys_by_name, program_bytes = _modules(hosts, hlo, use_cache)
+    if dumped is None:
+        dumped = _dump_modules(hlo)
+    modules, keys_by_program, keys_by_name, program_bytes = _modules(hosts, dumped, use_cache)
     for host in hosts:
         if host.graph_kernels:
             _attribute_graph_kernels(host, modules, keys_by_program, keys_by_name, notes)
@@ -272,13 +285,16 @@ def _frame(
     del host_rows
     for name in names:
         pieces = [
-            columns.pop(name) if name in columns else np.full(count, None, dtype=object)
+            columns.pop(name) if name in columns else Coded(np.full(count, -1, np.int32), [])
             for (_, columns), count in zip(parts, counts, strict=True)
         ]
-        values = _joined(pieces)
+        values = joined(pieces)
         del pieces
         # Strings become categorical here, once: the join, the steps and the table use the codes.
-        data[name] = as_category(values[order]) if values.dtype == object else values[order]
+        if isinstance(values, Coded):
+            data[name] = coded_category(values, order)
+        else:
+            data[name] = as_category(values[order]) if values.dtype == object else values[order]
     data["_start_ps"] = starts[order]
     del starts
     return pd.DataFrame(data, copy=False)
@@ -336,25 +352,33 @@ def _nullable(values: pd.Series) -> pd.Series:
 # ------------------------------------------------------------------------------ modules
 
 
+def _dump_modules(hlo: Any) -> list[Module]:
+    """The modules of ``--hlo`` (none without it; parsed through the parse cache, as
+    ``--no-cache`` keeps it)."""
+    if hlo is None:
+        return []
+    from profan.trace.hlofiles import modules_from_path
+
+    return modules_from_path(Path(hlo))
+
+
 def _modules(
-    hosts: list[HostTrace], hlo: Any, use_cache: bool
+    hosts: list[HostTrace], dumped: list[Module], use_cache: bool
 ) -> tuple[dict[str, Module], dict[int, str], dict[str, list[str]], dict[str, bytes]]:
-    """Modules keyed by name (``--hlo``, which wins) or ``name(program_id)`` (embedded HloProto
-    of the other modules), lookups by program id and by module name, and the serialized
-    HloProto of every program that ran, by ``name(program_id)``."""
+    """Modules keyed by name (``dumped``: those of ``--hlo``, which win) or
+    ``name(program_id)`` (embedded HloProto of the other modules), lookups by program id and by
+    module name, and the serialized HloProto of every program that ran, by
+    ``name(program_id)``."""
     modules: dict[str, Module] = {}
     keys_by_program: dict[int, str] = {}
     keys_by_name: dict[str, list[str]] = defaultdict(list)
     program_bytes: dict[str, bytes] = {}
-    if hlo is not None:
-        from profan.trace.hlofiles import modules_from_path
-
-        for module in modules_from_path(Path(hlo)):
-            key = module.name
-            if key in modules:
-                continue
-            modules[key] = module
-            keys_by_name[module.name].append(key)
+    for module in dumped:
+        key = module.name
+        if key in modules:
+            continue
+        modules[key] = module
+        keys_by_name[module.name].append(key)
     # Embedded HLO covers the modules --hlo did not provide.
     given = set(modules)
     protos: dict[int, tuple[str, bytes, str]] = {}
@@ -371,7 +395,9 @@ def _modules(
             values = np.concatenate(programs) if isinstance(programs, list) else programs
             used_programs.update(int(p) for p in np.unique(values) if p != PROGRAM_NA)
             names = columns.get("module")
-            if names is not None and len(names):
+            if isinstance(names, Coded):
+                used_names.update(n for n in names.used() if isinstance(n, str))
+            elif names is not None and len(names):
                 values = np.concatenate(names) if isinstance(names, list) else names
                 used_names.update(n for n in set(values.tolist()) if isinstance(n, str))
     for program_id, (name, data, where) in sorted(protos.items()):
@@ -455,7 +481,7 @@ def _attribute_graph_kernels(
         if not host.ops:
             host.ops = part
             continue
-        host.ops = {n: np.concatenate([host.ops[n], part[n]]) for n in host.ops}
+        host.ops = {n: joined([host.ops[n], part[n]]) for n in host.ops}
 
 
 # ------------------------------------------------------------------------------- device

@@ -32,6 +32,72 @@ PROGRAM_NA = np.uint64(2**64 - 1)  # program ids are uint64 (TPU ids use all 64 
 
 
 @dataclass(slots=True)
+class Coded:
+    """A column of strings as one code per row into ``values`` (code -1: none): how the readers
+    build the string columns of op events (an event's op and module name are stat references
+    into a few hundred names), and how a read sends them between processes
+    (``profan.trace.transfer``)."""
+
+    codes: np.ndarray  # int32
+    values: list[Any]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @classmethod
+    def by_key(cls, values: list[Any], inverse: np.ndarray) -> Coded:
+        """``values[inverse]``, coded (``values``: one per key, None for none)."""
+        coder = _Coder()
+        table = np.append(coder.codes(values), np.int32(-1))
+        return cls(table[inverse] if len(inverse) else np.zeros(0, dtype=np.int32), coder.values)
+
+    def take(self, rows: np.ndarray) -> Coded:
+        return Coded(self.codes[rows], self.values)
+
+    def objects(self) -> np.ndarray:
+        """The column as an object array (None where there is no value)."""
+        table = np.empty(len(self.values) + 1, dtype=object)
+        table[: len(self.values)] = self.values
+        return table[self.codes]
+
+    def used(self) -> list[Any]:
+        """The values some row has."""
+        counts = np.bincount(self.codes + 1, minlength=len(self.values) + 1)
+        return [self.values[code] for code in np.flatnonzero(counts[1:])]
+
+
+def joined(pieces: list[Any]) -> Any:
+    """One column of parts in order: numpy arrays concatenated, ``Coded`` parts as one
+    ``Coded``, a string column with an object-array part as an object array."""
+    if all(isinstance(piece, Coded) for piece in pieces):
+        return _strings(pieces, coded=True)
+    if any(isinstance(piece, Coded) for piece in pieces):
+        return _strings(pieces, coded=False)
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+
+class _Coder:
+    """Codes for the values met so far (``Coded``'s table, built as they come)."""
+
+    def __init__(self, values: list[Any] | None = None) -> None:
+        self.values: list[Any] = list(values or ())
+        self.index = {value: code for code, value in enumerate(self.values)}
+
+    def code(self, value: Any) -> int:
+        if value is None:
+            return -1
+        found = self.index.get(value)
+        if found is None:
+            found = self.index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def codes(self, values: Any) -> np.ndarray:
+        """The code of each of ``values``, as int32."""
+        return np.fromiter(map(self.code, values), dtype=np.int32, count=len(values))
+
+
+@dataclass(slots=True)
 class HostTrace:
     """What one host's file recorded, as plain arrays (cheap to send between processes)."""
 
@@ -124,6 +190,41 @@ class _PlaneStats:
             out[events.stat_event[doubles]] = events.stat_double[doubles]
         return out
 
+    def coded(self, events: EventArrays, name: str, base: Coded | None = None) -> Coded:
+        """``strings`` as codes: the stat's values (str, ref or compressed), where present,
+        over ``base`` (none where absent)."""
+        count = len(events)
+        coder = _Coder(base.values if base is not None else None)
+        rows = self._rows(events, name)
+        if base is None:
+            codes = np.full(count, -1, dtype=np.int32)
+        else:
+            codes = base.codes.copy() if rows.size else base.codes
+        if not rows.size:
+            return Coded(codes, coder.values)
+        kind = events.stat_kind[rows]
+        refs = rows[kind == KIND_REF]
+        if refs.size:
+            ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
+            table = coder.codes([self.names.get(int(i)) for i in ref_ids])
+            codes[events.stat_event[refs]] = table[inverse]
+        for row in rows[np.isin(kind, (KIND_STR, KIND_GZIP))]:
+            text = self._text(events, int(row))
+            if text is not None:
+                codes[events.stat_event[row]] = coder.code(text)
+        return Coded(codes, coder.values)
+
+    @staticmethod
+    def _text(events: EventArrays, row: int) -> str | None:
+        """A string or compressed-string stat's text (None: a compressed one that is damaged)."""
+        raw = events.stat_text(row)
+        if events.stat_kind[row] == KIND_GZIP:
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError):
+                return None
+        return raw.decode("utf-8", "replace")
+
     def strings(self, events: EventArrays, name: str, out: np.ndarray) -> np.ndarray:
         """String values (str, ref or compressed) into an object array (None where absent)."""
         rows = self._rows(events, name)
@@ -135,15 +236,10 @@ class _PlaneStats:
             ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
             names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
             out[events.stat_event[refs]] = names[inverse]
-        texts = rows[np.isin(kind, (KIND_STR, KIND_GZIP))]
-        for row in texts:
-            raw = events.stat_text(int(row))
-            if events.stat_kind[row] == KIND_GZIP:
-                try:
-                    raw = gzip.decompress(raw)
-                except (OSError, EOFError):
-                    continue
-            out[events.stat_event[row]] = raw.decode("utf-8", "replace")
+        for row in rows[np.isin(kind, (KIND_STR, KIND_GZIP))]:
+            text = self._text(events, int(row))
+            if text is not None:
+                out[events.stat_event[row]] = text
         return out
 
 
@@ -180,7 +276,9 @@ def _line_chunks(line: Any, path: str, **options: Any) -> Iterator[EventArrays]:
 
 
 class _OpColumns:
-    """Accumulates per-line column arrays, concatenated once at the end."""
+    """Accumulates per-line column arrays, concatenated once at the end.  A string column's
+    parts are object arrays or ``Coded``; ``finish`` gives it as an object array, or as one
+    ``Coded`` (``coded=True``)."""
 
     NAMES = (
         "device",
@@ -221,24 +319,51 @@ class _OpColumns:
             value = columns.get(name)
             if value is None:
                 default = defaults[name]
-                dtype = object if default is None else np.asarray(default).dtype
-                value = np.full(count, default, dtype=dtype)
-            elif not isinstance(value, np.ndarray):
+                if default is None:  # a string column none of these rows has: codes, no text
+                    value = Coded(np.full(count, -1, dtype=np.int32), [])
+                else:
+                    value = np.full(count, default, dtype=np.asarray(default).dtype)
+            elif not isinstance(value, np.ndarray | Coded):
                 value = np.full(count, value)
             self.parts[name].append(value)
 
-    def finish(self) -> dict[str, np.ndarray]:
+    def finish(self, coded: bool = False) -> dict[str, Any]:
         """The columns, each concatenated once; a column's parts are dropped as soon as it is
-        built, so the host's events are never held twice over (the read's peak)."""
+        built, so the host's events are never held twice over (the read's peak).  ``coded``:
+        the string columns as ``Coded`` (else object arrays)."""
         parts, self.parts = self.parts, {name: [] for name in self.names}
         if not parts["start_ps"]:
             return {}
-        columns: dict[str, np.ndarray] = {}
+        columns: dict[str, Any] = {}
         for name in self.names:
             pieces = parts.pop(name)
-            columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            if name in STRING_COLUMNS:
+                columns[name] = _strings(pieces, coded)
+            else:
+                columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
             del pieces
         return columns
+
+
+STRING_COLUMNS = frozenset({"module", "op_name", "source"})
+
+
+def _strings(pieces: list[Any], coded: bool) -> Any:
+    """One string column from its parts (object arrays or ``Coded``)."""
+    if coded and len(pieces) == 1 and isinstance(pieces[0], Coded):
+        return pieces[0]
+    if not coded:
+        objects = [piece.objects() if isinstance(piece, Coded) else piece for piece in pieces]
+        return objects[0] if len(objects) == 1 else np.concatenate(objects)
+    coder = _Coder()
+    codes = []
+    for piece in pieces:
+        if isinstance(piece, Coded):  # its codes, renumbered into the column's table
+            table = np.append(coder.codes(piece.values), np.int32(-1))
+            codes.append(table[piece.codes])
+        else:
+            codes.append(coder.codes(piece))
+    return Coded(codes[0] if len(codes) == 1 else np.concatenate(codes), coder.values)
 
 
 def _line_times(line: Message, events: EventArrays, base_ns: int) -> np.ndarray:

@@ -37,12 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from profan.cache.inputs import hlo_inputs, run_inputs
+from profan.cache.inputs import events_key, hlo_inputs, run_inputs
 from profan.cache.keys import versioned
 from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
+from profan.hlo.model import Module
 from profan.trace.discover import Run
-from profan.trace.executors import Progress, map_hosts, release_freed_memory, trim_heap
+from profan.trace.executors import Progress, map_hosts, release_freed_memory
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
@@ -96,26 +97,24 @@ def load_events_cached(
     opts: LoadOptions,
     found: Run,
     progress: Progress | None = None,
+    dumped: list[Module] | None = None,
 ) -> Profile:
     """``load_events``, reused from the cache when the run's files and ``--hlo`` are unchanged
-    (and stored there after a read)."""
+    (and stored there after a read).  ``dumped``: the modules of ``--hlo``, parsed already."""
     key = _events_key(path, opts, found) if opts.use_cache else None
     if key is not None:
         profile = read_profile(key)
         if profile is not None:
             return profile
-    profile = load_events(path, opts, found, progress)
+    profile = load_events(path, opts, found, progress, dumped=dumped)
     if key is not None:
-        write_profile(key, profile)
-        trim_heap()  # the encoder's copies of the nullable columns, before scoring
+        # written while the profile is scored (scoring adds columns to no table of it)
+        write_profile(key, profile, background=True)
     return profile
 
 
 def _events_key(path: Any, opts: LoadOptions, found: Run) -> str | None:
-    files, hlo = run_inputs(found.files, found.formats), hlo_inputs(opts.hlo)
-    if files is None or hlo is None:
-        return None
-    return versioned("profile", [str(path), found.name, files, found.skipped, hlo])
+    return events_key(path, found.name, found.files, found.formats, found.skipped, opts.hlo)
 
 
 def _host_key(task: tuple[str, str, str | None, bool], file: Any) -> str | None:

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from profan.errors import TraceError
 
@@ -30,6 +30,21 @@ def is_remote(text: str | os.PathLike[str]) -> bool:
     """True for a URL with a protocol other than ``file://``."""
     value = str(text)
     return "://" in value and not value.startswith("file://")
+
+
+def is_local_plain(path: str) -> bool:
+    """A local file read with seeks (not remote, not gzip-compressed)."""
+    file = as_path(path)
+    return isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
+
+
+def _is_plain(file: Path) -> bool:
+    """A local file that is not gzip-compressed (whatever its name)."""
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(2) != b"\x1f\x8b"
+    except OSError as error:
+        raise TraceError(str(file), f"cannot read: {error.strerror}") from None
 
 
 def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
@@ -89,8 +104,7 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-@dataclass(frozen=True)
-class _Stat:
+class _Stat(NamedTuple):
     st_mtime: float
     st_size: int
 

@@ -59,6 +59,7 @@ from profan.trace.gpu import read_gpu_plane
 from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
+    Coded,
     HostTrace,
     _line_chunks,
     _line_times,
@@ -66,11 +67,12 @@ from profan.trace.planes import (
     _OpColumns,
     _PlaneStats,
     _stat_value,
+    joined,
     plane_stats,
 )
 from profan.trace.schema import load_schema
 from profan.trace.space import Line, Plane, open_stream, read_planes
-from profan.trace.storage import RemotePath, as_path
+from profan.trace.storage import RemotePath, as_path, is_local_plain
 from profan.trace.wire import EventArrays
 
 _DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
@@ -100,13 +102,15 @@ def read_host(
     host: str,
     keep: Collection[str] | None = None,
     part: tuple[int, int] | None = None,
+    coded: bool = False,
 ) -> HostTrace:
     """Decode one host's xplane file (runs in a worker process for multi-host runs);
     ``keep``: the op columns to build (all when None).  ``part=(index, count)``: only that share
     of the host's op-bearing planes and lines (``merge_parts`` of every share is the whole
-    host, as one read would give it: one big host is read by several processes)."""
+    host, as one read would give it: one big host is read by several processes).  ``coded``:
+    the string columns of ``ops`` and ``async_ops`` as ``planes.Coded`` (to be sent)."""
     with open_planes(path) as planes:
-        trace = _read_planes(planes, host, path, keep, part)
+        trace = _read_planes(planes, host, path, keep, part, coded)
     if part is None:
         _note_host_launches(trace)
     return trace
@@ -132,11 +136,11 @@ def merge_parts(parts: list[HostTrace]) -> HostTrace:
     return trace
 
 
-def _joined_columns(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def _joined_columns(tables: list[dict[str, Any]]) -> dict[str, Any]:
     tables = [table for table in tables if table]
     if len(tables) < 2:
         return tables[0] if tables else {}
-    return {name: np.concatenate([table.pop(name) for table in tables]) for name in list(tables[0])}
+    return {name: joined([table.pop(name) for table in tables]) for name in list(tables[0])}
 
 
 def _note_host_launches(trace: HostTrace) -> None:
@@ -198,27 +202,13 @@ def embedded_programs(plane: Plane) -> Iterator[tuple[str, int, bytes]]:
             yield module_name, program_id, proto
 
 
-def is_local_plain(path: str) -> bool:
-    """A local file read with seeks (not remote, not gzip-compressed)."""
-    file = as_path(path)
-    return isinstance(file, Path) and not file.name.endswith(".gz") and _is_plain(file)
-
-
-def _is_plain(file: Path) -> bool:
-    """A local file that is not gzip-compressed (whatever its name)."""
-    try:
-        with open(file, "rb") as handle:
-            return handle.read(2) != b"\x1f\x8b"
-    except OSError as error:
-        raise TraceError(str(file), f"cannot read: {error.strerror}") from None
-
-
 def _read_planes(
     planes: list[Plane],
     host: str,
     path: str,
     keep: Collection[str] | None = None,
     part: tuple[int, int] | None = None,
+    coded: bool = False,
 ) -> HostTrace:
     trace = HostTrace(host=host, path=path, planes=[plane.name for plane in planes])
     device_planes = []
@@ -272,8 +262,8 @@ def _read_planes(
     elif host_plane is not None:
         trace.kind = "CPU"
         _read_host_plane(host_plane, my_lines, trace, builder, path)
-    trace.ops = builder.finish()
-    trace.async_ops = async_builder.finish()
+    trace.ops = builder.finish(coded)
+    trace.async_ops = async_builder.finish(coded)
     trace.module_runs = runs.finish()
     return trace
 
@@ -366,7 +356,7 @@ def _columns_with_metadata(
     stats: _PlaneStats,
     events: EventArrays,
     meta_stats: dict[int, dict[str, Any]],
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """Per-event op columns: event-level stats win over event-metadata stats."""
     count = len(events)
     keys, inverse = np.unique(events.metadata_id, return_inverse=True)
@@ -376,6 +366,9 @@ def _columns_with_metadata(
             [meta_stats.get(int(k), {}).get(name, default) for k in keys], dtype=dtype
         )
         return values[inverse] if count else np.zeros(0, dtype=dtype)
+
+    def coded_from_metadata(name: str) -> Coded:
+        return Coded.by_key([meta_stats.get(int(k), {}).get(name) for k in keys], inverse)
 
     names = []
     for key in keys:
@@ -387,13 +380,12 @@ def _columns_with_metadata(
         else:
             match = _HLO_LINE_NAME.match(meta.name)
             names.append(match.group(1) if match else meta.name)
-    op_name = np.array(names, dtype=object)[inverse] if count else np.zeros(0, dtype=object)
-    op_name = stats.strings(events, "hlo_op", op_name)
+    op_name = stats.coded(events, "hlo_op", Coded.by_key(names, inverse))
     program = from_metadata("program_id", object, None)
     program = np.array([PROGRAM_NA if p is None else int(p) for p in program], dtype=np.uint64)
     program = stats.uints(events, "program_id", program)
-    module = stats.strings(events, "hlo_module", from_metadata("hlo_module", object, None))
-    source = stats.strings(events, "source", from_metadata("source", object, None))
+    module = stats.coded(events, "hlo_module", coded_from_metadata("hlo_module"))
+    source = stats.coded(events, "source", coded_from_metadata("source"))
     flops = stats.floats(events, "flops", from_metadata("flops", np.float64, np.nan))
     bytes_accessed = stats.floats(
         events, "bytes_accessed", from_metadata("bytes_accessed", np.float64, np.nan)
@@ -460,8 +452,8 @@ def _read_host_plane(
             rows = np.flatnonzero(is_op)
             if not rows.size:
                 continue
-            names = stats.strings(events, "hlo_op", np.full(count, None, dtype=object))
-            modules = stats.strings(events, "hlo_module", np.full(count, None, dtype=object))
+            names = stats.coded(events, "hlo_op")
+            modules = stats.coded(events, "hlo_module")
             programs = stats.uints(
                 events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64)
             )
@@ -469,9 +461,9 @@ def _read_host_plane(
             devices = stats.ints(events, "device_ordinal", np.full(count, NA_INT, dtype=np.int64))
             ops.add(
                 device=devices[rows],
-                module=modules[rows],
+                module=modules.take(rows),
                 program_id=programs[rows],
-                op_name=names[rows],
+                op_name=names.take(rows),
                 start_ps=start[rows],
                 duration_ps=events.duration_ps[rows],
                 run_id=run_ids[rows],

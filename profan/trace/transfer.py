@@ -1,0 +1,154 @@
+"""One host's read (``HostTrace``) as data, to send it from the process that read it to the one
+that uses it: a msgpack description and the columns' raw buffers, each sent as it is.
+
+Data only, like the cache (``profan.cache.store``): msgpack read back by ``msgspec`` into typed
+structs, and raw little-endian numbers; nothing in it is ever executed.  The string columns of
+the op tables travel as codes and their few distinct values (``planes.Coded``: what the reader
+builds them from), never as one Python string per row.  ``receive`` gives back the host exactly
+as ``xplane.read_host(..., coded=True)`` returned it in the sending process.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from dataclasses import fields
+from typing import IO, Any
+
+import msgspec
+import numpy as np
+
+from profan.trace.planes import Coded, HostTrace
+
+_LENGTH = struct.Struct("<Q")
+
+
+class _Column(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """How one column travels: ``kind`` ``numpy`` (its buffer is blob ``blob``), ``coded``
+    (codes in blob ``blob``, ``values`` their table) or ``objects`` (``values`` themselves, for
+    the small object columns)."""
+
+    kind: str
+    dtype: str = ""
+    blob: int = -1
+    values: list[Any] = []
+
+
+class _Host(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """``HostTrace``, field for field (a test keeps the two alike)."""
+
+    host: str
+    path: str
+    kind: str | None
+    base_ns: int
+    devices: dict[int, dict[str, Any]]
+    ops: dict[str, _Column]
+    async_ops: dict[str, _Column]
+    module_runs: dict[str, _Column]
+    step_marks: list[tuple[int, int, int, str]]
+    hlo_protos: dict[int, tuple[str, bytes]]
+    module_names: dict[int, str]
+    graph_kernels: dict[str, list[_Column]]
+    notes: list[str]
+    host_launches: int
+    planes: list[str]
+
+
+class _Error(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    path: str
+    reason: str
+
+
+class _Message(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """What is sent: the host (or the ``TraceError`` of its read) and its blobs' sizes."""
+
+    host: _Host | None
+    error: _Error | None
+    blobs: list[int]
+
+
+_TABLES = ("ops", "async_ops", "module_runs")
+_DECODER = msgspec.msgpack.Decoder(_Message)
+
+
+def send(stream: IO[bytes], host: HostTrace | None, error: tuple[str, str] | None = None) -> None:
+    """Write ``host`` (or the path and reason of its read's ``TraceError``) to ``stream``."""
+    blobs: list[np.ndarray] = []
+
+    def column(values: Any) -> _Column:
+        if isinstance(values, Coded):
+            blobs.append(np.ascontiguousarray(values.codes, dtype=np.int32))
+            return _Column("coded", "<i4", len(blobs) - 1, values.values)
+        if values.dtype == object:
+            return _Column("objects", values=values.tolist())
+        blobs.append(np.ascontiguousarray(values))
+        return _Column("numpy", values.dtype.str, len(blobs) - 1)
+
+    described = None
+    if host is not None:
+        plain = {item.name: getattr(host, item.name) for item in fields(HostTrace)}
+        for table in _TABLES:
+            plain[table] = {name: column(values) for name, values in plain[table].items()}
+        plain["graph_kernels"] = {
+            name: [column(part) for part in parts] for name, parts in host.graph_kernels.items()
+        }
+        described = _Host(**plain)
+    message = msgspec.msgpack.encode(
+        _Message(described, None if error is None else _Error(*error), [b.nbytes for b in blobs])
+    )
+    for piece in (_LENGTH.pack(len(message)), message, *blobs):
+        _write_all(stream, memoryview(piece).cast("B"))
+
+
+def receive(stream: IO[bytes]) -> HostTrace | tuple[str, str]:
+    """What ``send`` wrote: the host, or its read's error as (path, reason).  Each column's
+    bytes are read straight into the array that holds them.  ``EOFError`` when the stream ends
+    early."""
+    message = _DECODER.decode(_read_exactly(stream, _LENGTH.unpack(_read_exactly(stream, 8))[0]))
+    if message.error is not None:
+        return (message.error.path, message.error.reason)
+    assert message.host is not None
+    blobs = []
+    for size in message.blobs:
+        blob = bytearray(size)
+        _read_into(stream, memoryview(blob))
+        blobs.append(blob)
+
+    def column(described: _Column) -> Any:
+        if described.kind == "objects":
+            values = np.empty(len(described.values), dtype=object)
+            values[:] = described.values
+            return values
+        array = np.frombuffer(blobs[described.blob], dtype=np.dtype(described.dtype))
+        if described.kind == "coded":
+            return Coded(array, described.values)
+        return array
+
+    described = message.host
+    plain = {name: getattr(described, name) for name in _Host.__struct_fields__}
+    for table in _TABLES:
+        plain[table] = {name: column(values) for name, values in plain[table].items()}
+    graph: defaultdict[str, list[np.ndarray]] = defaultdict(list)
+    for name, parts in described.graph_kernels.items():
+        graph[name] = [column(part) for part in parts]
+    plain["graph_kernels"] = graph
+    return HostTrace(**plain)
+
+
+def _write_all(stream: IO[bytes], view: memoryview) -> None:
+    while view.nbytes:
+        view = view[stream.write(view) :]
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    buffer = bytearray(size)
+    _read_into(stream, memoryview(buffer))
+    return bytes(buffer)
+
+
+def _read_into(stream: IO[bytes], view: memoryview) -> None:
+    while view.nbytes:
+        count = stream.readinto(view)  # type: ignore[attr-defined]
+        if not count:
+            raise EOFError
+        view = view[count:]

@@ -1,0 +1,231 @@
+"""A host read ahead in a worker process (``profan.trace.prefetch``) and sent back as data
+(``profan.trace.transfer``) is the host that a read in this process gives, and a report made
+that way is byte for byte the one made without it.  No worker outlives the command.
+
+Real traces of every kind: the project's CPU fixtures, the GPU fixture (kernels inside command
+buffers kept apart) and the corpus's TPU trace (op, async and module lines).  The size threshold
+is lowered to the fixtures' and ``PROFAN_WORKERS=2`` asks for the worker whatever the load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from profan.cli import main
+from profan.errors import TraceError
+from profan.trace import prefetch
+from profan.trace.discover import find_run
+from profan.trace.planes import Coded, HostTrace
+from profan.trace.transfer import _Host, receive, send
+from profan.trace.xplane import read_host
+
+from .conftest import CORPUS_DIR, FIXTURES_DIR
+
+
+def _xplane(folder: Path) -> Path:
+    return next(folder.rglob("*.xplane.pb"))
+
+
+TRACES = {
+    "cpu-transformer": _xplane(FIXTURES_DIR / "transformer"),
+    "gpu-transformer": _xplane(FIXTURES_DIR / "gpu_transformer"),
+    "tpu-v6e": CORPUS_DIR / "traces" / "tpu_v6e_inference.xplane.pb",
+}
+
+
+def _plain(column: np.ndarray | Coded) -> np.ndarray:
+    return column.objects() if isinstance(column, Coded) else column
+
+
+def _same_host(a: HostTrace, b: HostTrace) -> None:
+    """``b`` is the host ``a`` is (its string columns coded or not)."""
+    for field in ("ops", "async_ops", "module_runs"):
+        columns_a, columns_b = getattr(a, field), getattr(b, field)
+        assert list(columns_a) == list(columns_b), field
+        for name in columns_a:
+            column_a, column_b = _plain(columns_a[name]), _plain(columns_b[name])
+            assert column_a.dtype == column_b.dtype, (field, name)
+            assert pd.Series(column_a).equals(pd.Series(column_b)), (field, name)
+    assert dict(a.graph_kernels).keys() == dict(b.graph_kernels).keys()
+    for name, parts in a.graph_kernels.items():
+        assert len(parts) == len(b.graph_kernels[name])
+        for part_a, part_b in zip(parts, b.graph_kernels[name], strict=True):
+            assert part_a.dtype == part_b.dtype and pd.Series(part_a).equals(pd.Series(part_b))
+    for field in dataclasses.fields(HostTrace):
+        if field.name not in ("ops", "async_ops", "module_runs", "graph_kernels"):
+            assert getattr(a, field.name) == getattr(b, field.name), field.name
+
+
+def _trace(name: str) -> Path:
+    path = TRACES[name]
+    if not path.is_file():
+        pytest.skip(f"{path} not found (external corpus)")
+    return path
+
+
+def test_the_message_describes_every_field_of_a_host() -> None:
+    assert list(_Host.__struct_fields__) == [f.name for f in dataclasses.fields(HostTrace)]
+
+
+@pytest.mark.parametrize("name", list(TRACES))
+def test_a_host_sent_as_data_is_the_host_read_here(name: str) -> None:
+    path = str(_trace(name))
+    here = read_host(path, "h")
+    coded = read_host(path, "h", coded=True)
+    assert here.ops or here.graph_kernels  # (the GPU fixture's kernels all ran in graphs)
+    if here.ops:  # the string columns travel as codes
+        assert any(not isinstance(column, np.ndarray) for column in coded.ops.values())
+    stream = io.BytesIO()
+    send(stream, coded)
+    stream.seek(0)
+    back = receive(stream)
+    assert isinstance(back, HostTrace)
+    _same_host(here, back)
+    # the columns are writable arrays, as a read's are
+    columns = [
+        *(column.codes if isinstance(column, Coded) else column for column in back.ops.values()),
+        *(part for parts in back.graph_kernels.values() for part in parts),
+    ]
+    assert columns and all(column.flags.writeable for column in columns)
+
+
+def test_a_read_error_is_sent_as_its_path_and_reason() -> None:
+    stream = io.BytesIO()
+    send(stream, None, ("/x/h.xplane.pb", "the file is empty"))
+    stream.seek(0)
+    assert receive(stream) == ("/x/h.xplane.pb", "the file is empty")
+    with pytest.raises(EOFError):
+        receive(io.BytesIO(stream.getvalue()[:5]))
+
+
+@pytest.fixture
+def ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every host is big enough and a worker is asked for, whatever the machine's load.  The
+    threads other tests of the session left running (fsspec's event loop, Dask's) live as long
+    as the process: ``start`` rightly never forks beside threads, so here it counts only those
+    started after them (profan's own cache writers among them)."""
+    monkeypatch.setattr(prefetch, "SPLIT_HOST_BYTES", 0)
+    monkeypatch.setenv("PROFAN_WORKERS", "2")
+    before = [
+        thread for thread in threading.enumerate() if thread is not threading.current_thread()
+    ]
+
+    def active_count() -> int:
+        return threading.active_count() - sum(thread.is_alive() for thread in before)
+
+    monkeypatch.setattr(prefetch, "threading", SimpleNamespace(active_count=active_count))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("name", list(TRACES))
+def test_a_host_read_ahead_is_the_host_read_here(ahead: None, name: str) -> None:
+    path = _trace(name)
+    run = find_run(str(path), None)
+    started = prefetch.start(run)
+    assert started is not None
+    ((host, file),) = run.files.items()
+    assert prefetch.claim(str(file), host) is started
+    assert prefetch.claim(str(file), host) is None  # taken once
+    _same_host(read_host(str(file), host), started.result())
+    started.stop()
+    assert _gone(started.pid) and not prefetch._STARTED
+
+
+def test_a_read_nobody_takes_is_stopped(ahead: None) -> None:
+    started = prefetch.start(find_run(str(TRACES["cpu-transformer"]), None))
+    assert started is not None
+    started.stop()
+    assert _gone(started.pid) and not prefetch._STARTED
+
+
+def test_no_read_ahead_beside_a_running_thread(ahead: None) -> None:
+    """Forking while another thread runs could copy a lock it holds: no worker then."""
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert prefetch.start(find_run(str(TRACES["cpu-transformer"]), None)) is None
+    finally:
+        release.set()
+        thread.join()
+    started = prefetch.start(find_run(str(TRACES["cpu-transformer"]), None))
+    assert started is not None  # the control: once it is gone
+    started.stop()
+
+
+def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = find_run(str(TRACES["cpu-transformer"]), None)
+    assert prefetch.start(run) is None  # below SPLIT_HOST_BYTES
+    monkeypatch.setattr(prefetch, "SPLIT_HOST_BYTES", 0)
+    monkeypatch.setenv("PROFAN_WORKERS", "1")
+    assert prefetch.start(run) is None
+
+
+def test_a_damaged_trace_read_ahead_is_the_same_clear_error(ahead: None, tmp_path: Path) -> None:
+    source = TRACES["cpu-transformer"]
+    damaged = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00" / "h.xplane.pb"
+    damaged.parent.mkdir(parents=True)
+    data = source.read_bytes()
+    damaged.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(TraceError) as here:
+        read_host(str(damaged), "h")
+    started = prefetch.start(find_run(str(tmp_path), None))
+    assert started is not None
+    with pytest.raises(TraceError) as there:
+        started.result()
+    started.stop()
+    assert str(there.value) == str(here.value)
+
+
+def _report(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["report", *argv])
+    return code, out.getvalue()
+
+
+def test_a_report_read_ahead_is_byte_identical(
+    ahead: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The CLI reads the trace ahead on a cold report (and on ``--no-cache``), not once the
+    report is cached; every output is the one a read in this process gives; no worker is left."""
+    started: list[prefetch.HostRead | None] = []
+    original = prefetch.start
+
+    def spying(run: object) -> prefetch.HostRead | None:
+        started.append(original(run))  # type: ignore[arg-type]
+        return started[-1]
+
+    monkeypatch.setattr(prefetch, "start", spying)
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+    fixture = str(FIXTURES_DIR / "transformer")
+    cold = _report(fixture, "--format", "json")
+    assert len(started) == 1 and started[0] is not None
+    assert _gone(started[0].pid) and not prefetch._STARTED
+    again = _report(fixture, "--format", "json")
+    assert again == cold and len(started) == 1  # from the cache: nothing read
+    uncached = _report(fixture, "--format", "json", "--no-cache")
+    assert uncached == cold and len(started) == 2 and started[1] is not None
+    monkeypatch.setenv("PROFAN_WORKERS", "1")
+    here = _report(fixture, "--format", "json", "--no-cache")
+    assert here == cold and started[2] is None
+    json.loads(cold[1])  # a whole report
+    assert not prefetch._STARTED
