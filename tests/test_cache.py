@@ -4,10 +4,12 @@ a pickle) as a miss: never code, never a traceback."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import shutil
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -274,6 +276,38 @@ def test_file_digest_follows_content_not_the_stat_record(
     recorded = len(_entries(cache, "inputs"))
     keys.file_digest(fresh)
     assert len(_entries(cache, "inputs")) == recorded
+
+
+def test_a_hash_taken_behind_is_the_files_sha256_and_read_once(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``digest_behind`` hashes in a thread what ``file_digest`` then takes: the SHA-256 of
+    the bytes (``hashlib`` over the file, independently), each file read once; a file changed
+    since its hash started is hashed again; no thread is left after ``finish_digests``."""
+    monkeypatch.setattr(keys, "_RACY_NS", 0)
+    hashed: list[Path] = []
+    hash_and_record = keys._hash_and_record
+
+    def counted(file: Path, *args: object) -> tuple[str, bool]:
+        hashed.append(file)
+        return hash_and_record(file, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(keys, "_hash_and_record", counted)
+    kept, changed = tmp_path / "kept.xplane.pb", tmp_path / "changed.xplane.pb"
+    kept.write_bytes(os.urandom(3 * 2**20))
+    changed.write_bytes(b"a" * 1000)
+    keys.digest_behind([kept, changed, tmp_path / "missing", "gs://bucket/remote.xplane.pb"])
+    assert keys.file_digest(kept) == hashlib.sha256(kept.read_bytes()).hexdigest()
+    time.sleep(0.01)
+    changed.write_bytes(b"b" * 1001)
+    assert keys.file_digest(changed) == hashlib.sha256(b"b" * 1001).hexdigest()
+    keys.finish_digests()
+    assert hashed == [kept, changed, changed]
+    assert not [t for t in threading.enumerate() if t.name == "profan cache: hash"]
+    assert keys.known_digest(kept) == keys.file_digest(kept) and len(hashed) == 3
+    keys.digest_behind([kept])  # known to the stat index now: nothing to hash
+    keys.finish_digests()
+    assert len(hashed) == 3
 
 
 def test_hlo_inputs_cover_every_hlo_file(tmp_path: Path, fixtures_dir: Path) -> None:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,17 +100,95 @@ def versioned(kind: str, parts: Any) -> str:
 
 def file_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a local file's bytes, reused from the stat index while the file is unchanged
-    (raises OSError when it cannot be read)."""
+    (raises OSError when it cannot be read), or taken over from ``digest_behind``."""
     file = Path(path)
     stat = file.stat()
     signature, index_key, content = _indexed_digest(file, stat)
     if content is not None:
         return content
+    hashing = _HASHING.pop(index_key, None)
+    if hashing is not None:
+        hashing.done.wait()
+        if hashing.signature == signature and hashing.content is not None:
+            return hashing.content
+    return _hash_and_record(file, stat, signature, index_key)[0]
+
+
+def _hash_and_record(
+    file: Path, stat: os.stat_result, signature: tuple[int, int, int, int, int], index_key: str
+) -> tuple[str, bool]:
+    """The file's SHA-256, and whether the file was still as ``signature`` says once read: only
+    then is the hash recorded in the stat index under it."""
     with file.open("rb") as handle:
         content = hashlib.file_digest(handle, "sha256").hexdigest()
+    if _signature(file.stat()) != signature:
+        return content, False
     if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
         write_entry("inputs", index_key, [list(signature), content])
-    return content
+    return content, True
+
+
+@dataclass(slots=True)
+class _Hashing:
+    """A file being hashed in the background: its stat signature then, and the digest once
+    ``done`` (None when it could not be read, or changed meanwhile: ``file_digest`` then reads
+    it again, and says why)."""
+
+    file: Path
+    stat: os.stat_result
+    signature: tuple[int, int, int, int, int]
+    content: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+# Files being hashed in the background (``digest_behind``), by stat index key.
+_HASHING: dict[str, _Hashing] = {}
+_HASHERS: list[threading.Thread] = []
+
+
+def digest_behind(paths: Iterable[Any]) -> None:
+    """Start hashing these local files, one after the other, in a thread (the hash releases
+    the interpreter's lock), for a caller with other work to do before it needs their keys:
+    ``file_digest`` of one of them then waits for that result (taken from the same bytes, by
+    the same stat signature) instead of reading the file again.  Files the stat index knows,
+    and remote ones, are left out."""
+    queued: list[tuple[str, _Hashing]] = []
+    for path in paths:
+        if not isinstance(path, Path):
+            continue
+        try:
+            stat = path.stat()
+            signature, index_key, content = _indexed_digest(path, stat)
+        except OSError:
+            continue  # file_digest says why, when the key is taken
+        if content is None and index_key not in _HASHING:
+            _HASHING[index_key] = _Hashing(path, stat, signature)
+            queued.append((index_key, _HASHING[index_key]))
+    if queued:
+        thread = threading.Thread(target=_hash_all, args=(queued,), name="profan cache: hash")
+        _HASHERS.append(thread)
+        thread.start()
+
+
+def finish_digests() -> None:
+    """Wait for the hashes ``digest_behind`` started (their digests are recorded in the stat
+    index whether or not a key took them)."""
+    while _HASHERS:
+        _HASHERS.pop().join()
+    _HASHING.clear()
+
+
+def _hash_all(queued: list[tuple[str, _Hashing]]) -> None:
+    for index_key, hashing in queued:
+        try:
+            content, unchanged = _hash_and_record(
+                hashing.file, hashing.stat, hashing.signature, index_key
+            )
+            hashing.content = content if unchanged else None
+        except OSError:
+            pass
+        finally:
+            hashing.done.set()
 
 
 def known_digest(path: str | os.PathLike[str]) -> str | None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from profan.cache.inputs import events_key, seen_before
+from profan.cache.keys import digest_behind, finish_digests
 from profan.cache.reports import (
     read_report,
     read_text,
@@ -155,17 +156,33 @@ def reading_ahead(
     hash is taken.  The read is stopped on the way out if the loader did not take it.  Cache
     entries are written behind the work meanwhile (``store.writing_behind``), and waited for
     on the way out."""
-    started = None
+    started, hashing = None, False
     if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
         from profan.trace import prefetch  # (a report found in the cache reads nothing)
 
-        started = prefetch.start(inputs.run)
+        started = prefetch.start(inputs.run)  # before any thread: it forks
+        hashing = use_cache and not seen_before(inputs.run.files)
     try:
         with writing_behind():
+            if hashing:
+                assert inputs is not None
+                _import_while_hashing(inputs.run.files.values())
             yield
     finally:
+        if hashing:
+            finish_digests()
         if started is not None:
             started.stop()
+
+
+def _import_while_hashing(files: Iterable[Any]) -> None:
+    """Start hashing trace files the cache has not seen (their keys need the hash: 69 MB take
+    ~0.1 s) in a thread, and meanwhile import what builds a report, which the command will do
+    anyway once their keys have been looked up and found nothing (a file the cache has not
+    seen has nothing stored of it, short of a copy of one it has)."""
+    digest_behind(files)
+    import profan.report.build
+    import profan.trace.api  # noqa: F401
 
 
 def _will_read(

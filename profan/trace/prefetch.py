@@ -110,8 +110,10 @@ def start(run: Run) -> HostRead | None:
     finish_writes()
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    import profan.trace.transfer  # noqa: F401  (for the worker and, later, for this process)
+    # for the worker and, later, for this process:
+    import profan.trace.transfer
     import profan.trace.xplane  # noqa: F401
+
     read_end, write_end = os.pipe()
     _widen(write_end)
     pid = os.fork()
