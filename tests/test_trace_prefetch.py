@@ -179,6 +179,28 @@ def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.Monkey
     assert prefetch.start(run) is None
 
 
+def test_idle_cpus_count_what_runs_now_not_the_last_minute(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where ``/proc/loadavg`` exists, the CPUs left idle are the CPU count less the threads
+    running now beside the reader (its fourth field counts the reader too; the most of the
+    samples), whatever the 1-minute average says; elsewhere that average, rounded up."""
+    from profan.trace import executors
+
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(executors, "_LOADAVG", str(loadavg))
+    monkeypatch.setattr(executors.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(executors.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    loadavg.write_text("3.90 1.47 1.32 1/80 25080\n")  # only the reader runs now
+    assert executors.running_now() == 0 and executors.idle_cpus() == 4
+    loadavg.write_text("0.10 0.20 0.30 3/80 25080\n")
+    assert executors.running_now() == 2 and executors.idle_cpus() == 2
+    loadavg.write_text("0.10 0.20 0.30 9/80 25080\n")
+    assert executors.idle_cpus() == 0
+    loadavg.unlink()  # not Linux: the 1-minute average stands in
+    assert executors.running_now() is None and executors.idle_cpus() == 1
+
+
 def test_a_damaged_trace_read_ahead_is_the_same_clear_error(ahead: None, tmp_path: Path) -> None:
     source = TRACES["cpu-transformer"]
     damaged = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00" / "h.xplane.pb"

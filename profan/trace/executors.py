@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import math
 import multiprocessing
 import os
 import sys
@@ -83,13 +84,38 @@ def worker_count(option: int | None) -> int | None:
 
 
 def idle_cpus() -> int:
-    """CPUs the machine leaves idle now: the CPU count less the 1-minute load average, rounded
-    down; 0 where the load is unknown."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return 0
-    return max(0, int((os.cpu_count() or 1) - load))
+    """CPUs the machine leaves idle now: the CPU count less what runs beside this process.
+    Linux says what runs at this instant (``running_now``), the most of a few samples a
+    millisecond apart; elsewhere the 1-minute load average stands in for it, rounded up (it
+    also counts the commands that ran in the last minute, a user's own included, which is why
+    it is not the first choice).  0 where neither is known."""
+    busy = running_now()
+    if busy is None:
+        try:
+            busy = math.ceil(os.getloadavg()[0])
+        except (AttributeError, OSError):
+            return 0
+    return max(0, (os.cpu_count() or 1) - busy)
+
+
+_LOADAVG = "/proc/loadavg"
+
+
+def running_now(samples: int = 3) -> int | None:
+    """Threads running or ready to run on the machine besides this one, the most of
+    ``samples`` readings of ``/proc/loadavg`` (its fourth field, ``running/total``, counts the
+    reader too) a millisecond apart; None where there is no such file."""
+    most = None
+    for sample in range(samples):
+        if sample:
+            time.sleep(0.001)
+        try:
+            with open(_LOADAVG) as handle:
+                running = int(handle.read().split()[3].split("/")[0]) - 1
+        except (OSError, IndexError, ValueError):
+            return None
+        most = running if most is None else max(most, running)
+    return most
 
 
 def map_hosts(
