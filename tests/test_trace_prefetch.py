@@ -182,9 +182,9 @@ def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.Monkey
 def test_idle_cpus_count_what_runs_now_not_the_last_minute(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Where ``/proc/loadavg`` exists, the CPUs left idle are the CPU count less the threads
-    running now beside the reader (its fourth field counts the reader too; the most of the
-    samples), whatever the 1-minute average says; elsewhere that average, rounded up."""
+    """Where ``/proc/loadavg`` exists, the CPUs left idle beside this process's own are the CPU
+    count less one less the threads running now beside the reader (its fourth field counts the
+    reader too), whatever the 1-minute average says; elsewhere that average, rounded up."""
     from profan.trace import executors
 
     loadavg = tmp_path / "loadavg"
@@ -192,9 +192,9 @@ def test_idle_cpus_count_what_runs_now_not_the_last_minute(
     monkeypatch.setattr(executors.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(executors.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
     loadavg.write_text("3.90 1.47 1.32 1/80 25080\n")  # only the reader runs now
-    assert executors.running_now() == 0 and executors.idle_cpus() == 4
+    assert executors.running_now() == 0 and executors.idle_cpus() == 3
     loadavg.write_text("0.10 0.20 0.30 3/80 25080\n")
-    assert executors.running_now() == 2 and executors.idle_cpus() == 2
+    assert executors.running_now() == 2 and executors.idle_cpus() == 1
     loadavg.write_text("0.10 0.20 0.30 9/80 25080\n")
     assert executors.idle_cpus() == 0
     loadavg.unlink()  # not Linux: the 1-minute average stands in

@@ -84,17 +84,18 @@ def worker_count(option: int | None) -> int | None:
 
 
 def idle_cpus() -> int:
-    """CPUs the machine leaves idle now: the CPU count less what runs beside this process.
-    Linux says what runs at this instant (``running_now``), the most of a few samples a
-    millisecond apart; elsewhere the 1-minute load average stands in for it, rounded up (it
-    also counts the commands that ran in the last minute, a user's own included, which is why
-    it is not the first choice).  0 where neither is known."""
-    busy = running_now()
-    if busy is None:
-        try:
-            busy = math.ceil(os.getloadavg()[0])
-        except (AttributeError, OSError):
-            return 0
+    """CPUs the machine leaves idle now beside the one this process runs on.  Linux says what
+    runs at this instant (``running_now``: the most of a few samples a millisecond apart);
+    elsewhere the 1-minute load average stands in, rounded up (it also counts the commands of
+    the last minute, the user's own included: a report run in a loop sees its own last run
+    there, which is why it is not the first choice).  0 where neither is known."""
+    others = running_now()
+    if others is not None:
+        return max(0, (os.cpu_count() or 1) - 1 - others)
+    try:
+        busy = math.ceil(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0
     return max(0, (os.cpu_count() or 1) - busy)
 
 
