@@ -1,5 +1,3 @@
-import sys
+from profan.cli import run
 
-from profan.cli import main
-
-sys.exit(main())
+run()

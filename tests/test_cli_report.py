@@ -62,6 +62,28 @@ def test_report_terminal_plain_when_piped(env: dict[str, str]) -> None:
     assert "Unmatched:" in out
 
 
+def test_the_program_leaves_its_output_whole(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m profan`` leaves without the interpreter's teardown (``cli.run``): what it
+    printed is all there (byte for byte what ``main`` prints in this process), a reader that
+    stops early is no error, and the exit code is ``main``'s."""
+    from profan.cli import main
+
+    args = ["report", str(REPO / "fixtures/mlp"), "--format", "json"]
+    done = profan(env, *args)
+    assert done.returncode == 0, done.stderr
+    assert main(args) == 0
+    assert done.stdout == capsys.readouterr().out and done.stdout.rstrip().endswith("}")
+    head = subprocess.run(
+        f"{sys.executable} -m profan report fixtures/mlp | head -c 10",
+        shell=True, capture_output=True, text=True, env=env, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert head.returncode == 0 and len(head.stdout) == 10 and not head.stderr, head.stderr
+    missing = profan(env, "report", str(REPO / "no-such-trace"))
+    assert missing.returncode == 2 and "profan: error" in missing.stderr
+
+
 def test_report_json_is_the_schema(env: dict[str, str], mlp_baseline: Path) -> None:
     data = json.loads(mlp_baseline.read_text())
     assert data["schema_version"] == 3
