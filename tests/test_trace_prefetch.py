@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import json
 import os
 import threading
@@ -184,7 +185,8 @@ def test_idle_cpus_count_what_runs_now_not_the_last_minute(
 ) -> None:
     """Where ``/proc/loadavg`` exists, the CPUs left idle beside this process's own are the CPU
     count less one less the threads running now beside the reader (its fourth field counts the
-    reader too), whatever the 1-minute average says; elsewhere that average, rounded up."""
+    reader too; the least of a few readings), whatever the 1-minute average says; elsewhere
+    that average, rounded up."""
     from profan.trace import executors
 
     loadavg = tmp_path / "loadavg"
@@ -197,6 +199,10 @@ def test_idle_cpus_count_what_runs_now_not_the_last_minute(
     assert executors.running_now() == 2 and executors.idle_cpus() == 1
     loadavg.write_text("0.10 0.20 0.30 9/80 25080\n")
     assert executors.idle_cpus() == 0
+    readings = itertools.cycle([4, 2, 4, 3, 5])  # a thread passing by in some readings only
+    with monkeypatch.context() as patch:
+        patch.setattr(executors, "_running_reading", lambda: next(readings))
+        assert executors.running_now() == 1 and executors.idle_cpus() == 2
     loadavg.unlink()  # not Linux: the 1-minute average stands in
     assert executors.running_now() is None and executors.idle_cpus() == 1
 

@@ -85,10 +85,10 @@ def worker_count(option: int | None) -> int | None:
 
 def idle_cpus() -> int:
     """CPUs the machine leaves idle now beside the one this process runs on.  Linux says what
-    runs at this instant (``running_now``: the most of a few samples a millisecond apart);
-    elsewhere the 1-minute load average stands in, rounded up (it also counts the commands of
-    the last minute, the user's own included: a report run in a loop sees its own last run
-    there, which is why it is not the first choice).  0 where neither is known."""
+    runs now (``running_now``); elsewhere the 1-minute load average stands in, rounded up (it
+    also counts the commands of the last minute, the user's own included: a report run in a
+    loop sees its own last run there, which is why it is not the first choice).  0 where
+    neither is known."""
     others = running_now()
     if others is not None:
         return max(0, (os.cpu_count() or 1) - 1 - others)
@@ -102,21 +102,27 @@ def idle_cpus() -> int:
 _LOADAVG = "/proc/loadavg"
 
 
-def running_now(samples: int = 3) -> int | None:
-    """Threads running or ready to run on the machine besides this one, the most of
-    ``samples`` readings of ``/proc/loadavg`` (its fourth field, ``running/total``, counts the
-    reader too) a millisecond apart; None where there is no such file."""
-    most = None
+def running_now(samples: int = 5) -> int | None:
+    """Threads running or ready to run on the machine besides this one: the least of
+    ``samples`` readings of ``/proc/loadavg``'s fourth field (``running/total``, the reader
+    included) a millisecond apart.  A busy process is runnable in every reading; the least
+    leaves out what only passes by (the kernel writing back the last command's files).  None
+    where there is no such file."""
+    least = None
     for sample in range(samples):
         if sample:
             time.sleep(0.001)
         try:
-            with open(_LOADAVG) as handle:
-                running = int(handle.read().split()[3].split("/")[0]) - 1
+            running = _running_reading() - 1
         except (OSError, IndexError, ValueError):
             return None
-        most = running if most is None else max(most, running)
-    return most
+        least = running if least is None else min(least, running)
+    return least
+
+
+def _running_reading() -> int:
+    with open(_LOADAVG) as handle:
+        return int(handle.read().split()[3].split("/")[0])
 
 
 def map_hosts(
