@@ -79,8 +79,9 @@ def test_the_message_describes_every_field_of_a_host() -> None:
     assert list(_Host.__struct_fields__) == [f.name for f in dataclasses.fields(HostTrace)]
 
 
+@pytest.mark.parametrize("through", ["pipe", "memory file"])
 @pytest.mark.parametrize("name", list(TRACES))
-def test_a_host_sent_as_data_is_the_host_read_here(name: str) -> None:
+def test_a_host_sent_as_data_is_the_host_read_here(name: str, through: str) -> None:
     path = str(_trace(name))
     here = read_host(path, "h")
     coded = read_host(path, "h", coded=True)
@@ -88,9 +89,19 @@ def test_a_host_sent_as_data_is_the_host_read_here(name: str) -> None:
     if here.ops:  # the string columns travel as codes
         assert any(not isinstance(column, np.ndarray) for column in coded.ops.values())
     stream = io.BytesIO()
-    send(stream, coded)
-    stream.seek(0)
-    back = receive(stream)
+    blob_file = os.memfd_create("columns") if through == "memory file" else None
+    try:
+        send(stream, coded, blob_file=blob_file)
+        stream.seek(0)
+        if blob_file is not None:  # the columns went to the file, not the stream
+            piped = io.BytesIO()
+            send(piped, coded)
+            written = os.fstat(blob_file).st_size
+            assert written > 0 and len(stream.getvalue()) + written == len(piped.getvalue())
+        back = receive(stream, blob_file)
+    finally:
+        if blob_file is not None:
+            os.close(blob_file)
     assert isinstance(back, HostTrace)
     _same_host(here, back)
     # the columns are writable arrays, as a read's are
@@ -108,6 +119,20 @@ def test_a_read_error_is_sent_as_its_path_and_reason() -> None:
     assert receive(stream) == ("/x/h.xplane.pb", "the file is empty")
     with pytest.raises(EOFError):
         receive(io.BytesIO(stream.getvalue()[:5]))
+
+
+def test_a_memory_file_cut_short_is_an_early_end() -> None:
+    coded = read_host(str(_trace(next(iter(TRACES)))), "h", coded=True)
+    stream = io.BytesIO()
+    blob_file = os.memfd_create("columns")
+    try:
+        send(stream, coded, blob_file=blob_file)
+        os.ftruncate(blob_file, os.fstat(blob_file).st_size - 1)
+        stream.seek(0)
+        with pytest.raises(EOFError):
+            receive(stream, blob_file)
+    finally:
+        os.close(blob_file)
 
 
 @pytest.fixture

@@ -43,12 +43,14 @@ SPLIT_HOST_BYTES = 32 * 2**20
 @dataclass(slots=True)
 class HostRead:
     """The read of one host's xplane file, running in a worker process (``pid``) that sends
-    its result through the pipe ``fd``."""
+    its result through the pipe ``fd``, the columns' bytes through the memory file
+    ``blob_file`` where there is one (``profan.trace.transfer``)."""
 
     path: str
     host: str
     pid: int
     fd: int
+    blob_file: int | None = None
     claimed: bool = False
     _received: bool = False
     _reaped: bool = False
@@ -61,9 +63,11 @@ class HostRead:
         with os.fdopen(self.fd, "rb", buffering=0) as stream:
             self._received = True
             try:
-                found = receive(stream)
+                found = receive(stream, self.blob_file)
             except EOFError:
                 raise RuntimeError(f"worker process {self.pid} died reading {self.path}") from None
+            finally:
+                self._close_blob_file()
         if isinstance(found, tuple):
             raise TraceError(*found)
         return found
@@ -73,12 +77,18 @@ class HostRead:
         if not self._received:
             self._received = True
             os.close(self.fd)
+            self._close_blob_file()
             os.kill(self.pid, signal.SIGTERM)
         if not self._reaped:
             self._reaped = True
             os.waitpid(self.pid, 0)
         if self in _STARTED:
             _STARTED.remove(self)
+
+    def _close_blob_file(self) -> None:
+        if self.blob_file is not None:
+            os.close(self.blob_file)  # (a mapping of it stays)
+            self.blob_file = None
 
 
 _STARTED: list[HostRead] = []
@@ -116,12 +126,13 @@ def start(run: Run) -> HostRead | None:
 
     read_end, write_end = os.pipe()
     _widen(write_end)
+    blob_file = _memory_file()
     pid = os.fork()
     if pid == 0:  # the worker: never returns into the command
         code = 1
         try:
             os.close(read_end)
-            _read(path, host, write_end)
+            _read(path, host, write_end, blob_file)
             code = 0
         except BaseException:
             import traceback  # (not imported by a command that reads nothing)
@@ -130,7 +141,7 @@ def start(run: Run) -> HostRead | None:
         finally:
             os._exit(code)  # no atexit handlers, no flush of the command's output buffers
     os.close(write_end)
-    started = HostRead(path, host, pid, read_end)
+    started = HostRead(path, host, pid, read_end, blob_file)
     _STARTED.append(started)
     return started
 
@@ -144,6 +155,15 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 2**20)  # type: ignore[attr-defined]
     except (ImportError, AttributeError, OSError):
         pass
+
+
+def _memory_file() -> int | None:
+    """A file in memory for the worker to write the columns into (Linux), else None (they go
+    through the pipe)."""
+    try:
+        return os.memfd_create("profan host read", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
 
 
 def reading(run: Run) -> bool:
@@ -167,9 +187,9 @@ def claim(path: str, host: str) -> HostRead | None:
     return None
 
 
-def _read(path: str, host: str, fd: int) -> None:
-    """The worker: read the host and write it to ``fd`` (``profan.trace.transfer``), or the
-    path and reason of its ``TraceError``."""
+def _read(path: str, host: str, fd: int, blob_file: int | None) -> None:
+    """The worker: read the host and write it to ``fd`` (its columns to ``blob_file`` where
+    there is one: ``profan.trace.transfer``), or the path and reason of its ``TraceError``."""
     from profan.trace.transfer import send
     from profan.trace.xplane import read_host
 
@@ -179,5 +199,5 @@ def _read(path: str, host: str, fd: int) -> None:
         except TraceError as error:
             send(stream, None, (error.path, error.reason))
         else:
-            send(stream, host)
+            send(stream, host, blob_file=blob_file)
     sys.stderr.flush()

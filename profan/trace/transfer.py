@@ -1,6 +1,11 @@
 """One host's read (``HostTrace``) as data, to send it from the process that read it to the one
 that uses it: a msgpack description and the columns' raw buffers, each sent as it is.
 
+The columns' bytes go through the pipe itself, or, where the two processes share a memory file
+(``blob_file``: a memfd made before the fork), into that file, which the receiver maps: the
+bytes are then copied once, not twice through the pipe (~0.05 -> ~0.03 s for the big trace's
+~42 MB of columns).
+
 Data only, like the cache (``profan.cache.store``): msgpack read back by ``msgspec`` into typed
 structs, and raw little-endian numbers; nothing in it is ever executed.  The string columns of
 the op tables travel as codes and their few distinct values (``planes.Coded``: what the reader
@@ -10,6 +15,8 @@ as ``xplane.read_host(..., coded=True)`` returned it in the sending process.
 
 from __future__ import annotations
 
+import mmap
+import os
 import struct
 from collections import defaultdict
 from dataclasses import fields
@@ -71,8 +78,14 @@ _TABLES = ("ops", "async_ops", "module_runs")
 _DECODER = msgspec.msgpack.Decoder(_Message)
 
 
-def send(stream: IO[bytes], host: HostTrace | None, error: tuple[str, str] | None = None) -> None:
-    """Write ``host`` (or the path and reason of its read's ``TraceError``) to ``stream``."""
+def send(
+    stream: IO[bytes],
+    host: HostTrace | None,
+    error: tuple[str, str] | None = None,
+    blob_file: int | None = None,
+) -> None:
+    """Write ``host`` (or the path and reason of its read's ``TraceError``) to ``stream``; the
+    columns' bytes to the file ``blob_file`` instead, when given (an empty memory file)."""
     blobs: list[np.ndarray] = []
 
     def column(values: Any) -> _Column:
@@ -96,23 +109,29 @@ def send(stream: IO[bytes], host: HostTrace | None, error: tuple[str, str] | Non
     message = msgspec.msgpack.encode(
         _Message(described, None if error is None else _Error(*error), [b.nbytes for b in blobs])
     )
+    if blob_file is not None:
+        with open(blob_file, "wb", buffering=0, closefd=False) as shared:
+            for blob in blobs:
+                _write_all(shared, memoryview(blob).cast("B"))
+        blobs = []
     for piece in (_LENGTH.pack(len(message)), message, *blobs):
         _write_all(stream, memoryview(piece).cast("B"))
 
 
-def receive(stream: IO[bytes]) -> HostTrace | tuple[str, str]:
+def receive(stream: IO[bytes], blob_file: int | None = None) -> HostTrace | tuple[str, str]:
     """What ``send`` wrote: the host, or its read's error as (path, reason).  Each column's
-    bytes are read straight into the array that holds them.  ``EOFError`` when the stream ends
-    early."""
+    bytes are read straight into the array that holds them, or (``blob_file``, as given to
+    ``send``) the arrays are views of that file mapped copy-on-write: writable, like arrays
+    read from the pipe.  ``EOFError`` when the stream ends early."""
     message = _DECODER.decode(_read_exactly(stream, _LENGTH.unpack(_read_exactly(stream, 8))[0]))
     if message.error is not None:
         return (message.error.path, message.error.reason)
     assert message.host is not None
-    blobs = []
-    for size in message.blobs:
-        blob = bytearray(size)
-        _read_into(stream, memoryview(blob))
-        blobs.append(blob)
+    blobs: list[Any] = (
+        _mapped(blob_file, message.blobs)
+        if blob_file is not None
+        else [_read_exactly(stream, size) for size in message.blobs]
+    )
 
     def column(described: _Column) -> Any:
         if described.kind == "objects":
@@ -140,10 +159,26 @@ def _write_all(stream: IO[bytes], view: memoryview) -> None:
         view = view[stream.write(view) :]
 
 
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+def _read_exactly(stream: IO[bytes], size: int) -> bytearray:
     buffer = bytearray(size)
     _read_into(stream, memoryview(buffer))
-    return bytes(buffer)
+    return buffer
+
+
+def _mapped(blob_file: int, sizes: list[int]) -> list[Any]:
+    """The blobs of ``sizes``, one after the other in ``blob_file``, as views of its mapping
+    (the views keep it mapped)."""
+    total = sum(sizes)
+    if os.fstat(blob_file).st_size < total:
+        raise EOFError
+    if not total:
+        return [bytearray() for _ in sizes]
+    view = memoryview(mmap.mmap(blob_file, total, access=mmap.ACCESS_COPY))
+    blobs, offset = [], 0
+    for size in sizes:
+        blobs.append(view[offset : offset + size])
+        offset += size
+    return blobs
 
 
 def _read_into(stream: IO[bytes], view: memoryview) -> None:
