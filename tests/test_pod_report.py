@@ -111,3 +111,29 @@ def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
     with pytest.raises(SystemExit) as exit_info:
         main(["report", trace, "--workers", "0"])
     assert exit_info.value.code == 2
+
+
+def test_hosts_read_one_after_another_are_collected_where_the_command_is_not() -> None:
+    """``profan.cli.run`` turns the cyclic collector off for the command; reading host after
+    host in one process turns it on meanwhile, and then off again."""
+    import gc
+
+    from profan.trace.executors import Progress, map_hosts
+
+    def collecting(task: int) -> tuple[int, bool]:
+        return task, gc.isenabled()
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        several = map_hosts(
+            collecting, [1, 2], [1, 1], workers=1, scheduler=None, progress=Progress(2, 2, False)
+        )
+        assert several == [(1, True), (2, True)] and not gc.isenabled()
+        one = map_hosts(
+            collecting, [1], [1], workers=1, scheduler=None, progress=Progress(1, 1, False)
+        )
+        assert one == [(1, False)] and not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()

@@ -137,15 +137,24 @@ def map_hosts(
     """``function`` over ``tasks`` (one per host), results in task order.  A result that is a
     ``(path, reason)`` tuple is a ``TraceError`` raised in the worker: raised here again."""
     results: list[Any] = [None] * len(tasks)
-    if scheduler:
-        results = _map_on_dask(function, tasks, sizes, scheduler, progress)
-    elif len(tasks) == 1 or (workers := worker_count(workers)) == 1:
-        for index, task in enumerate(tasks):
-            results[index] = function(task)
-            progress.step(sizes[index])
-    else:
-        count = min(len(tasks), workers or os.cpu_count() or 1)
-        _map_with_parent(function, tasks, sizes, count, progress, results)
+    collected = gc.isenabled()
+    if len(tasks) > 1:
+        # host after host, here and in the workers forked now: the cyclic collector runs, also
+        # where the command turned it off (``profan.cli.run``)
+        gc.enable()
+    try:
+        if scheduler:
+            results = _map_on_dask(function, tasks, sizes, scheduler, progress)
+        elif len(tasks) == 1 or (workers := worker_count(workers)) == 1:
+            for index, task in enumerate(tasks):
+                results[index] = function(task)
+                progress.step(sizes[index])
+        else:
+            count = min(len(tasks), workers or os.cpu_count() or 1)
+            _map_with_parent(function, tasks, sizes, count, progress, results)
+    finally:
+        if not collected:
+            gc.disable()
     for result in results:
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
             raise TraceError(*result)
