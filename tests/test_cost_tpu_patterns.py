@@ -17,7 +17,6 @@ from profan.cost import CostModel, OpCost
 from profan.cost.inflight import in_flight
 from profan.hlo import Operand, parse_module
 from profan.hlo.printer import instruction_to_text
-from profan.roofline.terms import roofline_bytes
 from profan.xprof import ProfiledOp, op_for_line, op_module, read_op_profile
 from tests.test_cost_tpu_golden import DEV_HALF, GOLDEN, GoldenOp, read_hlo_stats
 
@@ -54,7 +53,7 @@ def test_scanned_layer_reads_one_layer_of_the_stacked_weights(golden) -> None:
 def test_scanned_layer_slice_in_a_loop_fusion_matches_xprof(golden) -> None:
     # fusion.619 slices the same stack directly: XProf's 16.8 MB per core is half of profan's
     row, cost, _ = _cost(golden, "fusion.619")
-    assert roofline_bytes(cost) == pytest.approx(2 * row.hbm_bytes, rel=0.01)
+    assert cost.roofline_bytes == pytest.approx(2 * row.hbm_bytes, rel=0.01)
 
 
 def test_collective_matmul_is_charged_its_convolution_only(golden) -> None:

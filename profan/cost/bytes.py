@@ -167,8 +167,7 @@ def xla_shape_size(shape: Shape | None) -> int:
     space = _COUNTED_SPACE.get()
     if shape.is_tuple:
         return TUPLE_POINTER_BYTES * len(shape.tuple_shapes) if space == HBM_MEMORY_SPACE else 0
-    layout = shape.layout
-    if not shape.is_array or (layout.memory_space if layout is not None else 0) != space:
+    if not shape.is_array or memory_space(shape) != space:
         return 0
     return logical_bytes(shape)
 

@@ -13,7 +13,6 @@ collectives, control_flow, fusion, custom_calls, fft).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from profan.cost import bytes as sizes
 from profan.cost import (
@@ -167,11 +166,7 @@ class CostModel(CostContext):
             for instruction in computation.instructions:
                 known.add(self.estimate(instruction))
             self._computation_costs[key] = known
-        return replace(
-            known,
-            derivation=list(known.derivation),
-            other_space_bytes=dict(known.other_space_bytes),
-        )
+        return known.copy()
 
     def totals(self, computations: Iterable[Computation] | None = None) -> ModuleTotals:
         """Totals over the entry computation (or ``computations``), the way XLA's cost analysis

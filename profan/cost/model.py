@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from profan.cost.kernels.model import weaker_source
 
@@ -60,6 +60,13 @@ class OpCost:
     @property
     def hbm_bytes(self) -> float:
         return self.hbm_bytes_read + self.hbm_bytes_written
+
+    def copy(self) -> OpCost:
+        """A copy whose mutable fields (the derivation, the other spaces' bytes) are its own:
+        one the caller may change without touching a cost kept for reuse."""
+        return replace(
+            self, derivation=list(self.derivation), other_space_bytes=dict(self.other_space_bytes)
+        )
 
     @property
     def roofline_bytes(self) -> float:

@@ -15,7 +15,7 @@ from profan.hlo.model import Module
 from profan.hlo.opcodes import BOOKKEEPING_OPCODES, CONTROL_FLOW_OPCODES
 from profan.roofline.facts import axis_sizes, mesh_axes_by_name
 from profan.roofline.score import resolve_chip
-from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
+from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -59,7 +59,7 @@ def score_module(
             if cost.async_role == "start":
                 times = async_start_times(times)
             flops = cost.flops
-            hbm = roofline_bytes(cost)
+            hbm = cost.roofline_bytes
             rows.append(
                 {
                     "module": module.name,

@@ -26,7 +26,7 @@ from profan.roofline.facts import OpFacts, axis_sizes, op_facts
 from profan.roofline.megacore import Accounting
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
-from profan.roofline.terms import async_start_times, op_times, roofline_bytes, row_ici_bytes
+from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
 from profan.trace.profile import OP_IDENTITY, row_groups
 
 if TYPE_CHECKING:
@@ -145,10 +145,10 @@ def per_op_rows(
         flops, flops_source, flops_note = reconcile(
             cost.flops, cost.flops_source, trace_flops, what="FLOPs"
         )
-        model_bytes = roofline_bytes(cost) if cost.bytes_source != "unknown" else None
+        model_bytes = cost.roofline_bytes if cost.bytes_source != "unknown" else None
         # the trace's bytes_accessed counts every memory space: held to profan's all-space
         # figure, and the HBM share is what the other spaces leave of it
-        elsewhere = cost.all_space_bytes - roofline_bytes(cost)
+        elsewhere = cost.all_space_bytes - cost.roofline_bytes
         all_bytes, bytes_source, bytes_note = reconcile(
             None if model_bytes is None else model_bytes + elsewhere,
             cost.bytes_source,
@@ -193,7 +193,7 @@ def per_op_rows(
                 "occurrences": occurrences,
                 "measured_s": measured,
                 "flops": None if cost.flops is None else cost.flops * occurrences,
-                "hbm_bytes": roofline_bytes(cost) * occurrences,
+                "hbm_bytes": cost.roofline_bytes * occurrences,
                 "ici_bytes": row_ici_bytes(cost) * occurrences,
                 "t_compute_s": times.t_compute_s * occurrences,
                 "t_hbm_s": times.t_hbm_s * occurrences,

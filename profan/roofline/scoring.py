@@ -12,7 +12,6 @@ instructions it estimated before.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,11 +46,7 @@ class ModuleScoring:
         ahead = self._ahead.get(id(instruction))
         if ahead is None:
             return self.model.estimate(instruction)
-        return dataclasses.replace(
-            ahead,
-            derivation=list(ahead.derivation),
-            other_space_bytes=dict(ahead.other_space_bytes),
-        )
+        return ahead.copy()
 
     def estimate_ahead(self) -> None:
         """Estimate every instruction of the module's scheduled computations now (what may run

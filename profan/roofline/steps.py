@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from profan.chips import Chip
-from profan.roofline.spans import device_keys
 from profan.roofline.terms import BOUNDS
 from profan.trace.join import spread_category
 from profan.units import seconds
@@ -216,14 +215,14 @@ def step_rows(
     chip: Chip,
     per_op: pd.DataFrame,
     rows: np.ndarray,
-    devices: pd.Series | None = None,
+    devices: pd.Series,
 ) -> pd.DataFrame:
     """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound
-    (``devices``: ``spans.device_keys`` of the ops, when the caller has it)."""
+    (``devices``: ``spans.device_keys`` of the ops)."""
     ops = profile.ops
     if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    frame = _executions(profile, per_op, rows, device_keys(ops) if devices is None else devices)
+    frame = _executions(profile, per_op, rows, devices)
     # Sums per step (pandas' grouped sums: compensated, in row order) over one grouping.
     per_step_sums = pd.DataFrame(
         {

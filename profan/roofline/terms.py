@@ -53,11 +53,6 @@ def crosses_hosts(groups: list[list[int]], chip: Chip) -> bool:
     return any(len({d // GPU_DEVICES_PER_NODE for d in group}) > 1 for group in groups)
 
 
-def roofline_bytes(cost: OpCost) -> float:
-    """HBM bytes the roofline charges: XLA's accounting unless the op moves less (in place)."""
-    return cost.roofline_bytes
-
-
 def compute_peak(cost: OpCost, chip: Chip, notes: list[str]) -> tuple[float, str]:
     """The FLOP/s one device reaches for the op's math, and its label.  Matrix math (dots,
     convolutions, fusions and kernels built on them) runs on the matrix units at the rate its
@@ -109,7 +104,7 @@ def op_times(
     peak_flops, peak = compute_peak(cost, chip, notes)
     t_compute = flops / peak_flops if flops else 0.0
     t_transcendental = transcendental_time(cost, chip, notes)
-    hbm = roofline_bytes(cost)
+    hbm = cost.roofline_bytes
     t_hbm = hbm / chip.device_hbm_bytes_per_s if hbm else 0.0
     t_ici = 0.0
     t_host = 0.0

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from profan.roofline.spans import device_keys
-
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
 
@@ -61,17 +59,17 @@ def time_breakdown(
     profile: Profile,
     per_op: pd.DataFrame,
     rows: np.ndarray,
-    device_of: pd.Series | None = None,
+    device_of: pd.Series,
 ) -> TimeBreakdown:
     """The busy span of each device split by category and bound (``Score.ops`` gives each op's
     category and bound; ``rows``: each execution's row in it), averaged over the devices that
-    ran ops (``device_of``: ``spans.device_keys`` of the ops, when the caller has it)."""
+    ran ops (``device_of``: ``spans.device_keys`` of the ops)."""
     ops = profile.ops
     if ops.empty:
         return TimeBreakdown()
     starts = ops["start_s"].to_numpy(dtype=float)
     ends = starts + ops["duration_s"].to_numpy(dtype=float)
-    devices = (device_keys(ops) if device_of is None else device_of).cat.codes.to_numpy()
+    devices = device_of.cat.codes.to_numpy()
     # each op row's share of its device's time (per_op row -1: executions without an op row)
     per_row = np.zeros(len(per_op) + 1)
     result = TimeBreakdown()
