@@ -24,6 +24,7 @@ from .conftest import CORPUS_DIR, FIXTURES_DIR
 
 # the module (``profan.trace.load`` is also the name of the function it re-exports)
 load_module = importlib.import_module("profan.trace.load")
+prefetch_module = importlib.import_module("profan.trace.prefetch")
 
 
 def _xplane(folder: Path) -> Path:
@@ -85,7 +86,7 @@ def test_a_big_host_is_read_in_shares_and_loads_the_same(
         calls.append(task[4])
         return original(task)
 
-    monkeypatch.setattr(load_module, "SPLIT_HOST_BYTES", 0)
+    monkeypatch.setattr(prefetch_module, "SPLIT_HOST_BYTES", 0)  # (host_processes' threshold)
     monkeypatch.setattr(load_module, "_read_one", counting)
     alone = profan.load(str(trace), workers=1, use_cache=False)
     assert calls == [None]
@@ -108,7 +109,7 @@ def test_a_damaged_host_read_in_shares_is_the_same_clear_error(
     damaged.parent.mkdir(parents=True)
     data = source.read_bytes()
     damaged.write_bytes(data[: len(data) * 2 // 3])  # cut inside the host plane's lines
-    monkeypatch.setattr(load_module, "SPLIT_HOST_BYTES", 0)
+    monkeypatch.setattr(prefetch_module, "SPLIT_HOST_BYTES", 0)  # (host_processes' threshold)
     errors = []
     for workers in (1, 2):
         with pytest.raises(TraceError) as caught:

@@ -23,12 +23,10 @@ from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
-    idle_cpus,
     map_beside,
     map_hosts,
     scheduler_address,
     trim_heap,
-    worker_count,
 )
 from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
@@ -36,11 +34,11 @@ from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
 from profan.trace.options import LoadOptions
 from profan.trace.planes import NA_INT, PROGRAM_NA, Coded, HostTrace, joined
-from profan.trace.prefetch import SPLIT_HOST_BYTES, claim
+from profan.trace.prefetch import claim, host_processes
 from profan.trace.profile import OP_COLUMNS, OP_DTYPES, DeviceInfo, Profile, Unmatched
 from profan.trace.schema import load_schema
 from profan.trace.steps import assign_steps, finish_steps, steps_by_time
-from profan.trace.xplane import is_local_plain, merge_parts, read_host
+from profan.trace.xplane import merge_parts, read_host
 
 MAX_EXAMPLES = 5
 # A host file of SPLIT_HOST_BYTES or more, when it is the only one, is read by several
@@ -73,16 +71,12 @@ def _read_in_worker(task: ReadTask) -> HostTrace | tuple[str, str]:
 def _host_shares(
     tasks: list[ReadTask], sizes: list[int], workers: int | None, scheduler: str | None
 ) -> int:
-    """How many processes read the one host of ``tasks``: 1 unless it is a single big local
-    xplane file; then the workers asked for (``--workers 1`` reads it whole), else this process
-    and one more per CPU the machine leaves idle (on a busy machine a second process only adds
-    its start-up and the transfer of its share)."""
-    if scheduler or len(tasks) != 1 or tasks[0][2] != "xplane" or sizes[0] < SPLIT_HOST_BYTES:
+    """How many processes read the one host of ``tasks`` (``prefetch.host_processes``), a
+    share each; 1 for several hosts."""
+    if len(tasks) != 1:
         return 1
-    if not is_local_plain(tasks[0][0]):
-        return 1  # a remote or compressed file would be fetched or decompressed once a share
-    wanted = worker_count(workers) or 1 + idle_cpus()
-    return max(1, min(wanted, os.cpu_count() or 1, MAX_HOST_SHARES))
+    path, _, fmt, _, _ = tasks[0]
+    return min(host_processes(path, fmt, sizes[0], workers, scheduler), MAX_HOST_SHARES)
 
 
 def sizes_of(run: Run) -> list[int]:
@@ -270,7 +264,7 @@ def _frame(
     names = list(dict.fromkeys(name for _, columns in parts for name in columns))
     names = [n for n in names if n != "start_ps" and (keep is None or n in keep)]
     counts = [len(columns["start_ps"]) for _, columns in parts]
-    starts = _joined([columns.pop("start_ps") + (host.base_ns - base_ns) * 1000
+    starts = joined([columns.pop("start_ps") + (host.base_ns - base_ns) * 1000
                       for host, columns in parts])  # fmt: skip
     order = np.argsort(starts, kind="stable")
     host_rows = np.repeat(np.arange(len(parts)), counts)[order]
@@ -298,10 +292,6 @@ def _frame(
     data["_start_ps"] = starts[order]
     del starts
     return pd.DataFrame(data, copy=False)
-
-
-def _joined(pieces: list[np.ndarray]) -> np.ndarray:
-    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def _finish(

@@ -117,9 +117,9 @@ def _events_key(path: Any, opts: LoadOptions, found: Run) -> str | None:
     return events_key(path, found.name, found.files, found.formats, found.skipped, opts.hlo)
 
 
-def _host_key(task: tuple[str, str, str | None, bool], file: Any) -> str | None:
-    _, host, hlo, _ = task
-    files, hlo_parts = run_inputs({host: file}, {}), hlo_inputs(hlo)
+def _host_key(host: str, file: Any, hlo_parts: Any) -> str | None:
+    """A host's result key: its file and the ``--hlo`` input (``hlo_inputs``, taken once)."""
+    files = run_inputs({host: file}, {})
     if files is None or hlo_parts is None:
         return None
     return versioned("host", [files, hlo_parts])
@@ -134,7 +134,10 @@ def _map_uncached(
     scheduler: str | None,
 ) -> list[HostResult]:
     """The map over the hosts the cache does not hold; every host's result, in host order."""
-    keys = [_host_key(task, found.files[task[1]]) if opts.use_cache else None for task in tasks]
+    keys: list[str | None] = [None] * len(tasks)
+    if opts.use_cache:
+        hlo_parts = hlo_inputs(opts.hlo)  # the --hlo dump is one input, listed and hashed once
+        keys = [_host_key(host, found.files[host], hlo_parts) for _, host, _, _ in tasks]
     results: list[HostResult | None] = [
         None if key is None else read_host_result(key, HostResult) for key in keys
     ]
@@ -181,8 +184,12 @@ def load_reduced(
     single = LoadOptions(hlo=hlo, workers=1, use_cache=opts.use_cache)
     median_file = found.files[chosen.host]
     # the run find_run gives for that one file (no name), without listing it again
-    median_run = Run(median_file.parent, None, {chosen.host: median_file})
-    median_run.formats[chosen.host] = found.formats[chosen.host]
+    median_run = Run(
+        median_file.parent,
+        None,
+        {chosen.host: median_file},
+        {chosen.host: found.formats[chosen.host]},
+    )
     profile = load_events_cached(str(median_file), single, median_run)
     profile.path, profile.run = str(path), found.name
     profile.hosts = analyse_hosts([result.summary for result in results])

@@ -94,26 +94,39 @@ class HostRead:
 _STARTED: list[HostRead] = []
 
 
+def host_processes(
+    path: str, fmt: str | None, size: int, workers: int | None, scheduler: str | None
+) -> int:
+    """How many processes should read a run's one host: 1 unless it is a big local xplane file
+    (``SPLIT_HOST_BYTES`` or more, uncompressed: a remote or compressed file would be fetched or
+    decompressed once per process) and no Dask scheduler reads it; then the workers asked for
+    (``--workers 1``: one), else this process and one more per CPU the machine leaves idle now
+    (on a busy machine a second process only adds its start-up and its transfer), at most one
+    per CPU."""
+    from profan.trace.executors import idle_cpus, worker_count
+    from profan.trace.storage import is_local_plain
+
+    if scheduler or fmt != "xplane" or size < SPLIT_HOST_BYTES or not is_local_plain(path):
+        return 1
+    wanted = worker_count(workers) or 1 + idle_cpus()
+    return max(1, min(wanted, os.cpu_count() or 1))
+
+
 def start(run: Run) -> HostRead | None:
     """Start reading ``run``'s one host in a worker process, when that can pay (see the module
     docstring); None otherwise."""
     from profan.cache.store import finish_writes
-    from profan.trace.executors import idle_cpus, scheduler_address, worker_count
-    from profan.trace.storage import is_local_plain
+    from profan.trace.executors import scheduler_address
 
-    if len(run.files) != 1 or scheduler_address(None):
+    if len(run.files) != 1:
         return None
     ((host, file),) = run.files.items()
     path = str(file)
-    if run.formats.get(host) != "xplane" or not is_local_plain(path):
-        return None
     try:
-        if os.stat(path).st_size < SPLIT_HOST_BYTES:
-            return None
+        size = os.stat(path).st_size
     except OSError:
         return None  # the loader reports it
-    workers = worker_count(None)
-    if (workers or 1 + idle_cpus()) < 2 or (os.cpu_count() or 1) < 2:
+    if host_processes(path, run.formats.get(host), size, None, scheduler_address(None)) < 2:
         return None
     # A forked worker starts at once and needs nothing pickled to it; forking is only safe
     # while this process runs no other thread (an earlier command's cache writes are waited for).
