@@ -16,6 +16,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import sys
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -71,6 +73,16 @@ def _tagged(value: Any) -> Any:
     return value
 
 
+@cache
+def _grammar_files_digest(folder: str) -> str:
+    """Every grammar file of ``folder`` (names and contents), read once per process: the parser
+    opens three start rules of the same files."""
+    grammars = hashlib.sha256()
+    for path in sorted(Path(folder).glob("*.lark")):
+        grammars.update(path.name.encode() + b"\0" + path.read_bytes())
+    return grammars.hexdigest()
+
+
 def open_grammar_cached(name: str, **options: Any) -> Any:
     """``profan.paths.open_grammar(name, **options)`` (a Lark LALR parser), its tables reused
     from the cache when the grammar, Lark and these options are unchanged."""
@@ -81,14 +93,11 @@ def open_grammar_cached(name: str, **options: Any) -> Any:
 
     at_load = {k: v for k, v in options.items() if k in _GIVEN_AT_LOAD}
     shaping = sorted((k, repr(v)) for k, v in options.items() if k not in _GIVEN_AT_LOAD)
-    grammars = hashlib.sha256()
-    for path in sorted(grammar_path(name).parent.glob("*.lark")):
-        grammars.update(path.name.encode() + b"\0" + path.read_bytes())
     key = digest(
         [
             "lark",
             name,
-            grammars.hexdigest(),
+            _grammar_files_digest(str(grammar_path(name).parent)),
             lark.__version__,
             list(sys.version_info[:2]),
             shaping,

@@ -156,11 +156,6 @@ def parse_entry(buffer: bytearray, key: str) -> tuple[msgspec.Raw, list[memoryvi
     return header.meta, blobs
 
 
-def encode_entry(key: str, meta: Any, blobs: Sequence[Any] = ()) -> list[Any]:
-    """The pieces of an entry's file, in order (blobs: anything with the buffer protocol)."""
-    return _checked(_pieces(key, meta, blobs))
-
-
 def _pieces(key: str, meta: Any, blobs: Sequence[Any]) -> tuple[int, list[Any]]:
     """The entry's header length and its pieces after the prefix (meta encoded now; the blobs
     as they are)."""

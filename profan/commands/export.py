@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         run=args.run,
         config=config,
         progress=progress,
-        use_cache=not getattr(args, "no_cache", False),
+        use_cache=not args.no_cache,
     )
     if form == "xplane":
         for host, file, _ in export.hosts:
