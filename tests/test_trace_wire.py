@@ -135,8 +135,11 @@ def test_bulk_decode_round_trips_random_events(specs: list[dict]) -> None:
     assert events.offset_ps.tolist() == [s["offset_ps"] for s in specs]
     assert events.duration_ps.tolist() == [s["duration_ps"] for s in specs]
     flat = [(i, *stat) for i, s in enumerate(specs) for stat in s["stats"]]
-    assert events.stat_event.tolist() == [i for i, *_ in flat]
-    for row, (_, stat_id, which, value) in enumerate(flat):
+    # stats come pass by pass (every event's first, then every second one...): in event order
+    # by a stable sort of their owners, each event's stats in the order it holds them
+    in_event_order = np.argsort(events.stat_event, kind="stable")
+    assert events.stat_event[in_event_order].tolist() == [i for i, *_ in flat]
+    for row, (_, stat_id, which, value) in zip(in_event_order.tolist(), flat, strict=True):
         assert events.stat_metadata_id[row] == stat_id
         if which == "double_value":
             assert events.stat_double[row] == value
@@ -146,6 +149,41 @@ def test_bulk_decode_round_trips_random_events(specs: list[dict]) -> None:
             assert events.stat_int[row] == value
         else:
             assert int(np.int64(events.stat_int[row]).view(np.uint64)) == value
+
+
+# ids around the one-byte varint limit (127 | 128), where the decoder changes method
+STAT_IDS = (1, 2, 3, 126, 127, 128, 129, 200, 255, 256, 16383, 16384)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(event_strategy, min_size=1, max_size=20),
+    st.lists(st.sampled_from(STAT_IDS), min_size=1, max_size=4),
+)
+def test_wanted_stats_keep_exactly_those_stats(specs: list[dict], wanted: list[int]) -> None:
+    """Decoding only some stat ids (ids below 128 are told by one byte, longer ones decoded
+    first) keeps exactly the stats with those ids, with their values, as a full decode has
+    them."""
+    event_type = CLASSES["tensorflow.profiler.XEvent"]
+    chunks = []
+    for spec in specs:
+        event = event_type(metadata_id=spec["metadata_id"], duration_ps=spec["duration_ps"])
+        for stat_id, which, value in spec["stats"]:
+            setattr(event.stats.add(metadata_id=STAT_IDS[stat_id % len(STAT_IDS)]), which, value)
+        chunks.append(event.SerializeToString())
+    full = decode_events(chunks)
+    some = decode_events(chunks, wanted_stats=wanted)
+
+    def rows(events, keep=None):
+        return sorted(
+            (int(events.stat_event[r]), int(events.stat_metadata_id[r]), int(events.stat_kind[r]),
+             int(events.stat_int[r]) if events.stat_len[r] == 0 else events.stat_text(r),
+             float(events.stat_double[r]))
+            for r in range(len(events.stat_event))
+            if keep is None or events.stat_metadata_id[r] in keep
+        )  # fmt: skip
+
+    assert rows(some) == rows(full, set(wanted))
 
 
 def test_damaged_event_bytes_raise_wire_error() -> None:

@@ -23,6 +23,7 @@ from profan.trace.wire import (
     KIND_UINT,
     EventArrays,
     WireError,
+    among,
     decode_events,
 )
 
@@ -165,7 +166,7 @@ class _PlaneStats:
         out = default
         if rows.size:
             kind = events.stat_kind[rows]
-            good = np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))
+            good = among(kind, (KIND_INT, KIND_UINT, KIND_REF))
             out[events.stat_event[rows[good]]] = events.stat_int[rows[good]]
             doubles = rows[kind == KIND_DOUBLE]
             out[events.stat_event[doubles]] = events.stat_double[doubles].astype(np.int64)
@@ -176,7 +177,7 @@ class _PlaneStats:
         rows = self._rows(events, name)
         if rows.size:
             kind = events.stat_kind[rows]
-            good = rows[np.isin(kind, (KIND_INT, KIND_UINT, KIND_REF))]
+            good = rows[among(kind, (KIND_INT, KIND_UINT, KIND_REF))]
             out[events.stat_event[good]] = events.stat_int[good].view(np.uint64)
         return out
 
@@ -184,7 +185,7 @@ class _PlaneStats:
         rows = self._rows(events, name)
         if rows.size:
             kind = events.stat_kind[rows]
-            whole = rows[np.isin(kind, (KIND_INT, KIND_UINT))]
+            whole = rows[among(kind, (KIND_INT, KIND_UINT))]
             out[events.stat_event[whole]] = events.stat_int[whole].astype(np.float64)
             doubles = rows[kind == KIND_DOUBLE]
             out[events.stat_event[doubles]] = events.stat_double[doubles]
@@ -208,7 +209,7 @@ class _PlaneStats:
             ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
             table = coder.codes([self.names.get(int(i)) for i in ref_ids])
             codes[events.stat_event[refs]] = table[inverse]
-        for row in rows[np.isin(kind, (KIND_STR, KIND_GZIP))]:
+        for row in rows[among(kind, (KIND_STR, KIND_GZIP))]:
             text = self._text(events, int(row))
             if text is not None:
                 codes[events.stat_event[row]] = coder.code(text)
@@ -236,7 +237,7 @@ class _PlaneStats:
             ref_ids, inverse = np.unique(events.stat_int[refs], return_inverse=True)
             names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
             out[events.stat_event[refs]] = names[inverse]
-        for row in rows[np.isin(kind, (KIND_STR, KIND_GZIP))]:
+        for row in rows[among(kind, (KIND_STR, KIND_GZIP))]:
             text = self._text(events, int(row))
             if text is not None:
                 out[events.stat_event[row]] = text
