@@ -7,9 +7,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
+from profan.beside import Beside
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
@@ -17,7 +17,7 @@ from profan.roofline.ops import per_op_rows
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import device_keys, event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
-from profan.roofline.timeline import time_breakdown
+from profan.roofline.timeline import TimeBreakdown, time_breakdown
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -95,10 +95,8 @@ def _summary(
     chip: Chip,
     per_op: pd.DataFrame,
     steps: pd.DataFrame,
-    rows: np.ndarray,
-    devices: pd.Series,
+    breakdown: TimeBreakdown,
 ) -> Summary:
-    breakdown = time_breakdown(profile, per_op, rows, devices)
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
     # overall efficiency compares synchronous ops only.
     synchronous = per_op[per_op["async_role"].isna()]
@@ -159,7 +157,10 @@ def score(
     rows = event_rows(profile, per_op)
     per_op = explain_faster_executions(profile, per_op, chip, rows)
     devices = device_keys(profile.ops)  # which device each op ran on, for both
-    steps = step_rows(profile, chip, per_op, rows, devices)
-    summary = _summary(profile, chip, per_op, steps, rows, devices)
+    # two passes over every execution, read-only on the same inputs: side by side
+    steps_beside = Beside(step_rows, profile, chip, per_op, rows, devices)
+    breakdown = time_breakdown(profile, per_op, rows, devices)
+    steps = steps_beside.result()
+    summary = _summary(profile, chip, per_op, steps, breakdown)
     summary.accounting, summary.accounting_note = accounting.name, accounting.note or None
     return Score(ops=per_op, steps=steps, chip=chip, summary=summary)
