@@ -23,7 +23,7 @@ from profan.cache.grammars import open_grammar_cached
 from profan.cache.inputs import USER_CHIPS_ENV, USER_KERNELS_ENV, file_input, hlo_inputs
 from profan.cache.modules import cache_key, decode_module, encode_module
 from profan.cli import main
-from profan.hlo import parse_file
+from profan.hlo import parse_file, views
 
 LALR = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
 
@@ -142,11 +142,23 @@ def test_module_codec_round_trips_a_large_module(corpus_dir: Path) -> None:
         corpus_dir / "hlo" / "xla" / "xla__backends__cpu__benchmarks__hlo__gemma2_2b_keras_jax.hlo"
     )
     module = parse_file(path)
+    assert not module.has_memos()  # just built: encoded by msgspec itself, memos at defaults
     data = encode_module(module)
-    assert b"_by_name" not in data and b"_backend_config" not in data  # memos are not stored
     back = decode_module(data)
-    assert back == module
+    assert back == module and not back.has_memos()
     assert [c.name for c in back.computations] == [c.name for c in module.computations]
+    # a module whose views were used: its memos (name indexes, decoded metadata and backend
+    # configs) are left out, and the module reads back the same
+    used = decode_module(data)
+    used.computation(used.entry.name).get(used.entry.root.name)
+    for instruction in used.instructions():
+        views.metadata(instruction)
+        views.backend_config(instruction)
+    assert used.has_memos()
+    data = encode_module(used)
+    assert b"_by_name" not in data and b"_backend_config" not in data
+    again = decode_module(data)
+    assert again == module and not again.has_memos()
     with pytest.raises(msgspec.ValidationError):
         decode_module(msgspec.msgpack.encode({"name": 3}))
 

@@ -72,14 +72,22 @@ _ENCODED_KEPT = 8
 
 
 def encoded_module(module: Module) -> msgspec.Raw:
-    """``module`` as msgpack (``module_fields``), ready to be embedded in an entry's meta."""
+    """``module`` as msgpack, ready to be embedded in an entry's meta: by msgspec itself (10x
+    faster) while no memo is set, as when the module was just built, else by ``module_fields``
+    (memos are left out: a name index would write its computations twice)."""
     for known, raw in _ENCODED:
         if known is module:
             return raw
-    raw = msgspec.Raw(msgspec.msgpack.encode(module_fields(module)))
+    if not module.has_memos():  # msgspec writes the memo fields too, at their defaults
+        raw = msgspec.Raw(_MODULE_ENCODER.encode(module))
+    else:
+        raw = msgspec.Raw(msgspec.msgpack.encode(module_fields(module)))
     _ENCODED.insert(0, (module, raw))
     del _ENCODED[_ENCODED_KEPT:]
     return raw
+
+
+_MODULE_ENCODER = msgspec.msgpack.Encoder()
 
 
 def module_fields(module: Module) -> dict[str, Any]:

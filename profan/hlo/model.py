@@ -328,6 +328,19 @@ class Module:
     _by_name: dict[str, Computation] | None = field(default=None, compare=False, repr=False)
     _indexed: int = field(default=-1, compare=False, repr=False)
 
+    def has_memos(self) -> bool:
+        """Whether a memoised view is set anywhere in the module (a name index, a decoded
+        metadata or backend config): a module just built has none."""
+        if self._by_name is not None or self._indexed != -1:
+            return True
+        for computation in self.computations:
+            if computation._by_name is not None or computation._indexed != -1:
+                return True
+            for instruction in computation.instructions:
+                if instruction._metadata is not None or instruction._backend_config is not False:
+                    return True
+        return False
+
     @property
     def entry(self) -> Computation:
         for computation in self.computations:
