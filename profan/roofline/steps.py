@@ -58,7 +58,7 @@ class _Executions:
 
     step: np.ndarray  # int64
     device: pd.Categorical  # ``spans.device_keys``
-    columns: dict[str, np.ndarray]  # start_s, duration_s, _end, _roofline, _flops, _async, ...
+    columns: dict[str, np.ndarray]  # start_s, duration_s, _roofline, _flops, _async, ...
     bound: pd.Categorical
     link: pd.Categorical | None  # built only when some execution is async
     # a roofline term of each execution (capped at its duration unless async), made on demand
@@ -75,29 +75,31 @@ def _executions(
     ``spans.event_rows``; ``devices``: ``spans.device_keys`` of its ops)."""
     ops = profile.ops
     in_step = ops["step"].notna().to_numpy()  # executions outside every step are left out
-    rows = rows[in_step]
+    # (where every execution is in a step, the columns are views, not copies: half a million
+    # rows of each are most of what scoring holds)
+    take: slice | np.ndarray = slice(None) if in_step.all() else in_step
+    rows = rows[take]
     occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1).to_numpy(dtype=float)
-    known = rows >= 0
-    safe = np.where(known, rows, 0)
+    # each execution's op row, or one past the last (where a per-op value gets its fill)
+    slot = np.where(rows >= 0, rows, len(per_op))
 
     def per_execution(values: pd.Series, fill: float = 0.0) -> np.ndarray:
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float) / occurrences
-        return np.where(known, numbers[safe], fill)
+        return np.append(numbers, fill)[slot]
 
     def per_execution_label(values: pd.Series, fill: str | None) -> pd.Categorical:
         """An op's label on each of its executions (``fill`` where it has no op row), as a
         categorical: the labels are few, the executions many."""
         labels = np.append(values.astype(object).to_numpy(), np.array([fill], dtype=object))
-        return spread_category(labels, np.where(known, safe, len(labels) - 1))
+        return spread_category(labels, slot)
 
-    start = ops["start_s"].to_numpy()[in_step]
-    duration = ops["duration_s"].to_numpy()[in_step]
-    is_async = np.where(known, per_op["async_role"].notna().to_numpy()[safe], False).astype(bool)
+    start = ops["start_s"].to_numpy()[take]
+    duration = ops["duration_s"].to_numpy()[take]
+    is_async = np.append(per_op["async_role"].notna().to_numpy(dtype=bool), False)[slot]
     roofline = per_execution(per_op["roofline_s"])
     columns = {
         "start_s": start,
         "duration_s": duration,
-        "_end": start + duration,
         "_roofline": roofline,
         "_flops": per_execution(per_op["flops"], np.nan),
         "_async": is_async,
@@ -112,10 +114,10 @@ def _executions(
         return np.where(is_async, values, np.minimum(values, duration))
 
     if "trace_model_flops" in ops:
-        columns["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[in_step]
+        columns["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[take]
     return _Executions(
-        step=ops["step"].to_numpy(dtype=np.int64, na_value=0)[in_step],
-        device=devices.array[in_step],
+        step=ops["step"].to_numpy(dtype=np.int64, na_value=0)[take],
+        device=devices.array[take],
         columns=columns,
         bound=per_execution_label(per_op["bound_by"], "unknown"),
         link=per_execution_label(per_op["link"], None) if is_async.any() else None,
@@ -149,7 +151,7 @@ def _device_ideals(frame: _Executions) -> pd.DataFrame:
     start = np.full(size, np.inf)
     end = np.full(size, -np.inf)
     np.minimum.at(start, which, frame["start_s"].astype(float, copy=False))
-    np.maximum.at(end, which, frame["_end"].astype(float, copy=False))
+    np.maximum.at(end, which, frame["start_s"] + frame["duration_s"])
     busy_sum = np.bincount(which, frame["duration_s"].astype(float, copy=False), minlength=size)
     sync = ~frame["_async"]
     sync_groups = which[sync]
@@ -181,7 +183,8 @@ def _device_ideals(frame: _Executions) -> pd.DataFrame:
     ):
         # rare: the serial sum exceeds the device's span; do its ops overlap?
         members = which == index
-        if _busy(frame["start_s"][members], frame["_end"][members]) < busy_sum[index]:
+        ends = frame["start_s"][members] + frame["duration_s"][members]
+        if _busy(frame["start_s"][members], ends) < busy_sum[index]:
             # ops overlap on this device (streams, threads): what each resource must carry
             if resources is None:
                 resources = np.max([summed(frame.term(term)) for term in TERMS], axis=0)
