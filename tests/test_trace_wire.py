@@ -92,6 +92,14 @@ def test_require_stats_keeps_exactly_the_events_holding_them(fixtures_dir: Path)
         )
         assert events.index.tolist() == expected
         assert set(events.stat_metadata_id.tolist()) <= {hlo_op}
+        # inexact: every event holding it, maybe a few more, each decoded as the exact ones
+        loose = decode_events(
+            list(line_view.events), wanted_stats=[hlo_op], require_stats=[hlo_op], exact=False
+        )
+        assert set(expected) <= set(loose.index.tolist())
+        holding = np.sort(loose.stat_event[loose.stat_metadata_id == hlo_op])
+        assert loose.index[holding].tolist() == expected
+        assert loose.duration_ps[holding].tolist() == events.duration_ps.tolist()
 
 
 event_strategy = st.builds(

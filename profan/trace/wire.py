@@ -163,14 +163,17 @@ def decode_events(
     chunks: list[bytes],
     wanted_stats: list[int] | None = None,
     require_stats: list[int] | None = None,
+    exact: bool = True,
 ) -> EventArrays:
     """Decode serialized XEvents (one bytes object each) into flat arrays.
 
     ``wanted_stats``: stat metadata ids whose values are needed (all when ``None``); the other
     stats are dropped after reading their id.  ``require_stats``: keep only events holding at
     least one of these stats (e.g. ``hlo_op``): most host events are not op executions, and
-    skipping them early is most of the speed on CPU traces.  ``EventArrays.index`` says which
-    chunk each kept event came from.
+    skipping them early is most of the speed on CPU traces.  ``exact=False`` keeps what a byte
+    search finds, a few events holding none of them among (a caller that tells events apart by
+    their stats anyway saves a copy of every array).  ``EventArrays.index`` says which chunk
+    each kept event came from.
     """
     lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
     # Padding lets a truncated varint read past the end without an index error (checked
@@ -232,7 +235,7 @@ def decode_events(
         wanted = np.asarray(sorted({*wanted_stats, *(require_stats or ())}), dtype=np.int64)
     stat_columns = _decode_stats(buf, owner, starts, stops, wanted)
     arrays = EventArrays(index, metadata_id, offset_ps, duration_ps, *stat_columns, buffer=joined)
-    if require_stats is not None:
+    if require_stats is not None and exact:
         arrays = arrays.having(require_stats)
     return arrays
 

@@ -424,7 +424,9 @@ def _read_host_plane(
     for line in lines:
         if not line.has_events:
             continue
-        for events in _line_chunks(line, path, wanted_stats=wanted, require_stats=require):
+        # (inexact: the events holding neither stat are told apart below, by their stats)
+        chunks = _line_chunks(line, path, wanted_stats=wanted, require_stats=require, exact=False)
+        for events in chunks:
             if not len(events):
                 continue
             count = len(events)
