@@ -161,7 +161,10 @@ def reading_ahead(
         from profan.trace import prefetch  # (a report found in the cache reads nothing)
 
         started = prefetch.start(inputs.run)  # before any thread: it forks
-        hashing = use_cache and not seen_before(inputs.run.files)
+        # Hashed in a thread beside the imports only when no worker reads: with one, both CPUs
+        # are busy and a third thread would slow the read, which is the longer path; the key
+        # then hashes the file when it is first needed, in this thread.
+        hashing = use_cache and started is None and not seen_before(inputs.run.files)
     try:
         with writing_behind():
             if hashing:
