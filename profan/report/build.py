@@ -234,7 +234,7 @@ def build_report(
     """The report of one profile: per-op table, summary, findings of the rules."""
     config = config or RuleConfig()
     profile, score = analysis.profile, analysis.score
-    facts = summary.overlap(profile.ops, score.ops)
+    facts = summary.overlap(profile.ops, score.ops, profile.op_groups())
     keyed = _entries(analysis, facts.exposed_by_op)
     entries = [entry for entry, _ in keyed]
     steps = summary.steps(profile.steps, score.steps)

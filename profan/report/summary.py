@@ -42,10 +42,14 @@ def op_identity(ops: pd.DataFrame, name_column: str) -> pd.DataFrame:
     )
 
 
-def op_groups(ops: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+def op_groups(
+    ops: pd.DataFrame, groups: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, pd.DataFrame]:
     """Each event's op (a group id per row) and the (module, program, name) of every op: events
-    are many, ops few, so identities are built once per op, not per event."""
-    group_of, first_rows = row_groups(ops, OP_IDENTITY)  # numbered in order of first appearance
+    are many, ops few, so identities are built once per op, not per event.  ``groups``: the
+    frame's ``row_groups(ops, OP_IDENTITY)`` where the caller has them (``Profile.op_groups``)."""
+    # numbered in order of first appearance
+    group_of, first_rows = groups if groups is not None else row_groups(ops, OP_IDENTITY)
     return group_of, op_identity(ops.iloc[first_rows], "op_name")
 
 
@@ -59,10 +63,15 @@ class OpCategories:
     categories: np.ndarray  # object: the score's category, ``unmatched`` where it has no row
 
 
-def op_categories(ops: pd.DataFrame, score_ops: pd.DataFrame) -> OpCategories:
-    """The ops of a profile's op table with their categories from the score's per-op rows."""
+def op_categories(
+    ops: pd.DataFrame,
+    score_ops: pd.DataFrame,
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
+) -> OpCategories:
+    """The ops of a profile's op table with their categories from the score's per-op rows
+    (``groups``: as ``op_groups`` takes them)."""
     lookup = op_identity(score_ops, "name").assign(category=score_ops["category"].to_numpy())
-    group_of, identities = op_groups(ops)
+    group_of, identities = op_groups(ops, groups)
     per_op = identities.merge(
         lookup.drop_duplicates(["module", "program", "name"]),
         on=["module", "program", "name"],
@@ -93,12 +102,17 @@ class Overlap:
     top_gaps: list[IdleGap]
 
 
-def overlap(ops: pd.DataFrame, score_ops: pd.DataFrame) -> Overlap:
+def overlap(
+    ops: pd.DataFrame,
+    score_ops: pd.DataFrame,
+    op_rows: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Overlap:
     """Collective and host time not hidden behind compute on the same device, and the longest
-    idle gaps (each event's category is its op's in ``score_ops``)."""
+    idle gaps (each event's category is its op's in ``score_ops``; ``op_rows``: as
+    ``op_groups`` takes them)."""
     if len(ops) == 0:
         return Overlap({}, 0.0, 0.0, [])
-    groups = op_categories(ops, score_ops)
+    groups = op_categories(ops, score_ops, op_rows)
     start = ops["start_s"].to_numpy(dtype=float)
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)

@@ -27,7 +27,6 @@ from profan.roofline.megacore import Accounting
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
-from profan.trace.profile import OP_IDENTITY, row_groups
 
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
@@ -89,7 +88,7 @@ def per_op_rows(
         if column in ops:
             aggregations[column] = (column, "first")  # first non-null value
     # One row per op, in order of first appearance (the groups of the op's identity columns).
-    group_of, first_rows = row_groups(ops, OP_IDENTITY)
+    group_of, first_rows = profile.op_groups()
     firsts = ops.iloc[first_rows]
     summary = pd.concat(
         [

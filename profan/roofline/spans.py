@@ -115,8 +115,9 @@ def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
         range(len(per_op)), key_column(per_op["module_key"]), per_op["name"], strict=True
     ):
         row_of.setdefault((key, _name(name)), row)
-    # Per distinct (module key, op name) of the events, not per event.
-    group_of, first_rows = row_groups(ops, ("module_key", "op_name"))
+    # Per op of the events (``Profile.op_groups``: its groups tell modules apart too, each
+    # within one (module key, op name)), not per event.
+    group_of, first_rows = profile.op_groups()
     firsts = ops.iloc[first_rows]
     found = [
         row_of.get((key, _name(name)), -1)

@@ -110,6 +110,19 @@ class Profile:
     _instructions: dict[str, dict[str, Instruction]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # op_groups() of the ``ops`` frame it was made from (scoring, steps and the report's
+    # timelines each group the executions by op)
+    _op_groups: tuple[pd.DataFrame, np.ndarray, np.ndarray] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    def op_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """``row_groups(self.ops, OP_IDENTITY)``: each execution's op, numbered in order of
+        first appearance, and each op's first row (made once per ``ops`` frame)."""
+        made = self._op_groups
+        if made is None or made[0] is not self.ops:
+            made = self._op_groups = (self.ops, *row_groups(self.ops, OP_IDENTITY))
+        return made[1], made[2]
 
     @property
     def unmatched_count(self) -> int:
