@@ -12,6 +12,22 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = REPO_ROOT / "fixtures"
 # External material lives beside the checkout (../shared/corpus), never inside it.
 CORPUS_DIR = REPO_ROOT.parent / "shared" / "corpus"
+# The GPU groups were recorded on an H100 (fixtures/<group>) and the same programs again on an
+# H200 (fixtures/<group>_h200): the folder's suffix -> the chip (fixtures/README.md, GPU groups).
+GPU_CHIPS = {"": "h100", "_h200": "h200"}
+
+
+def gpu_fixtures(group: str) -> list[str]:
+    """The folders of one GPU group (``gpu_kernels``, ``gpu_transformer``, …), one per chip."""
+    return [group + suffix for suffix in GPU_CHIPS]
+
+
+def gpu_chip(folder: str) -> str:
+    """The chip a GPU fixture folder was recorded on."""
+    for suffix, chip in GPU_CHIPS.items():
+        if suffix and folder.endswith(suffix):
+            return chip
+    return GPU_CHIPS[""]
 
 
 @pytest.fixture(scope="session", autouse=True)

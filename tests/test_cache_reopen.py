@@ -127,7 +127,12 @@ def test_cached_outputs_are_byte_identical_to_a_cold_read(
 
 @pytest.mark.parametrize(
     ("before", "after"),
-    [("mlp", "mlp_worse"), ("gpu_transformer", "gpu_transformer_nocb"), ("fsdp", "transformer")],
+    [
+        ("mlp", "mlp_worse"),
+        ("gpu_transformer", "gpu_transformer_nocb"),
+        ("gpu_transformer", "gpu_transformer_h200"),  # the same program on another chip
+        ("fsdp", "transformer"),
+    ],
 )
 def test_cached_diff_is_byte_identical(
     before: str,

@@ -114,6 +114,23 @@ def test_one_file_holds_one_entry_per_machine(mlp: Report, gpu: Report, tmp_path
     assert "--profan-update-baseline" in missing.message
 
 
+def test_the_same_program_on_two_chips_keeps_two_entries(gpu: Report, tmp_path: Path) -> None:
+    """The H100 and H200 recordings of one program: each is checked against its own chip's
+    entry, never against the other's (their times differ by the hardware, not the code)."""
+    h200 = report_for(FIXTURES / "gpu_kernels_h200")
+    only_h100 = tmp_path / "h100.json"
+    baseline.write_baseline(only_h100, gpu)
+    (missing,) = baseline.check(h200, only_h100, baseline.TimePolicy())
+    assert not missing.passed
+    assert "has no baseline for GPU/h200 (it has: GPU/h100)" in missing.message
+    both = tmp_path / "both.json"
+    baseline.write_baseline(both, gpu)
+    baseline.write_baseline(both, h200)
+    assert sorted(baseline.read_baselines(both)) == ["GPU/h100", "GPU/h200"]
+    assert _failed(baseline.check(gpu, both, baseline.TimePolicy())) == []
+    assert _failed(baseline.check(h200, both, baseline.TimePolicy())) == []
+
+
 def test_gpu_step_times_gate(gpu: Report, tmp_path: Path) -> None:
     path = tmp_path / "gpu.json"
     baseline.write_baseline(path, gpu)

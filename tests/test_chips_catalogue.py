@@ -201,6 +201,9 @@ def test_gpu_vendor_capability_and_memory_pick_the_chip() -> None:
                       stats={"device_vendor": "NVIDIA", "compute_cap_major": 9,
                              "compute_cap_minor": 0, "memory_size": 150_000_000_000})  # fmt: skip
     assert chip_for_device(h200).name == "h200"
+    assert chip_for_device(h200).figure_sources["chip"] == (
+        "nvidia compute capability 9.0, 150 GB of memory: nearest h200's 141 GB"
+    )
 
 
 def test_trace_figures_far_below_the_published_peak_are_not_used() -> None:

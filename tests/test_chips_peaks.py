@@ -1,9 +1,10 @@
 """Precision-aware peaks and megacore figures of the chip catalogue.
 
-The real check: every library gemm, convolution and attention call of the H100 fixture
-(``fixtures/gpu_kernels``) ran below the peak ``peak_flops_per_s`` gives for its operand dtype and
-precision, while the f32 DEFAULT-precision and c64 gemms ran far above the plain FP32 rate (they
-ran on tensor cores as TF32, as XLA's rule says).
+The real check: every library gemm, convolution and attention call of the GPU fixture
+(``fixtures/gpu_kernels``, recorded on an H100, and ``fixtures/gpu_kernels_h200``) ran below the
+peak ``peak_flops_per_s`` gives for its operand dtype and precision, while the f32
+DEFAULT-precision and c64 gemms ran far above the plain FP32 rate (they ran on tensor cores as
+TF32, as XLA's rule says).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import profan
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.hlo import parse_file
 from profan.hlo.views import backend_config
+from tests.conftest import gpu_chip, gpu_fixtures
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "gpu_kernels"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 # ---------------------------------------------------------------------------- TPU
@@ -121,17 +123,21 @@ def _gemm_precision(line_config: dict) -> tuple[list[str], str | None]:
     return precision.get("operand_precision", []), precision.get("algorithm")
 
 
-def test_every_library_call_of_the_h100_fixture_runs_below_its_precision_aware_peak() -> None:
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
+def test_every_library_call_of_the_gpu_fixture_runs_below_its_precision_aware_peak(
+    name: str,
+) -> None:
     """Real: measured FLOP/s of each cuBLAS/cuDNN call (meta.json's hand-worked FLOPs over the
     trace's mean duration) stays below the peak for its dtype and precision."""
-    meta = json.loads((FIXTURE / "meta.json").read_text())
+    folder = FIXTURES / name
+    meta = json.loads((folder / "meta.json").read_text())
     truth = {program["module_name"]: program["truth"] for program in meta["programs"]}
-    profile = profan.load(str(FIXTURE / "trace"))
+    profile = profan.load(str(folder / "trace"))
     chip: Chip = chip_for_device(profile.device)
-    assert chip.name == "h100"
+    assert chip.name == gpu_chip(name)
     modules = {
         path.name.split(".")[1]: parse_file(path)
-        for path in (FIXTURE / "hlo").glob("*after_optimizations.txt")
+        for path in (folder / "hlo").glob("*after_optimizations.txt")
     }
     durations = profile.ops.groupby(["module", "op_name"]).duration_s.mean()
     checked: dict[str, tuple[float, float, float]] = {}

@@ -1,7 +1,8 @@
 """A fusion reads only what its outputs need and writes only what it writes (issue 10 item 6).
 
 Checked by hand against XLA's own GPU dump of the scanned transformer (fixtures/
-gpu_transformer_nocb: H100, JAX 0.11.2), XLA-printed-style synthetic lines for the TPU v5p shapes
+gpu_transformer_nocb: H100, JAX 0.11.2; the H200 dump holds the same fusions under the same
+names), XLA-printed-style synthetic lines for the TPU v5p shapes
 the issue reports, and over every corpus module: the roofline's bytes never exceed XLA's."""
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import pytest
 
 from profan.cost import CostModel, estimate
 from profan.hlo.parser import parse_instruction, parse_module
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-SCANNED = FIXTURES / "gpu_transformer_nocb" / "hlo"
 
 
-@pytest.fixture(scope="module")
-def scanned() -> CostModel:
-    (dump,) = [p for p in SCANNED.glob("*after_optimizations.txt") if "buffer" not in p.name]
+@pytest.fixture(scope="module", params=gpu_fixtures("gpu_transformer_nocb"))
+def scanned(request: pytest.FixtureRequest) -> CostModel:
+    hlo = FIXTURES / request.param / "hlo"
+    (dump,) = [p for p in hlo.glob("*after_optimizations.txt") if "buffer" not in p.name]
     return CostModel(parse_module(dump.read_text(), file=str(dump)))
 
 

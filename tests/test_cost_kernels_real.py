@@ -1,7 +1,7 @@
-"""Kernel cost models on REAL custom calls: the H100 fixtures (cuBLASLt incl. fp8, cuDNN conv,
-cuDNN fused attention forward and backward, Pallas on Triton) against meta.json's hand-worked
-truth, the MI300X corpus traces' gemm calls, and the TransformerEngine / cuDNN / Mosaic calls in
-XLA's own HLO (../shared/corpus/hlo)."""
+"""Kernel cost models on REAL custom calls: the GPU fixtures, recorded on an H100 and on an H200
+(cuBLASLt incl. fp8, cuDNN conv, cuDNN fused attention forward and backward, Pallas on Triton)
+against meta.json's hand-worked truth, the MI300X corpus traces' gemm calls, and the
+TransformerEngine / cuDNN / Mosaic calls in XLA's own HLO (../shared/corpus/hlo)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from profan.hlo import parse_file
 from profan.hlo.graph import scheduled_computations
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import backend_config, called_computations, custom_call_target
+from tests.conftest import gpu_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -48,19 +49,22 @@ def _kernel(module: Module, instruction: Instruction):
     return cost_kernel(kernel_call(instruction, CostModel(module)))
 
 
-# ---------------------------------------------------------------------------- H100 fixtures
+# ----------------------------------------------------------------------- H100 / H200 fixtures
+
+KERNELS = gpu_fixtures("gpu_kernels")
 
 
 GEMMS = ["jit_matmul_f32", "jit_matmul_f32_highest", "jit_matmul_bf16", "jit_matmul_bf16_bias_gelu",
          "jit_matmul_fp8", "jit_matmul_f64", "jit_matmul_c64"]  # fmt: skip
 
 
+@pytest.mark.parametrize("group", KERNELS)
 @pytest.mark.parametrize("name", GEMMS)
-def test_cublas_gemms_match_the_hand_worked_flops(name: str) -> None:
-    module = _modules("gpu_kernels")[name]
+def test_cublas_gemms_match_the_hand_worked_flops(group: str, name: str) -> None:
+    module = _modules(group)[name]
     (call,) = _custom_calls(module)
     kernel = _kernel(module, call)
-    assert kernel.flops == _truth("gpu_kernels")[name]["flops"]
+    assert kernel.flops == _truth(group)[name]["flops"]
     assert (kernel.model, kernel.flops_source, kernel.bytes_source) == (
         "gemm", "backend-config", "hlo")  # fmt: skip
     # bytes: every operand once plus the result, not the s8[33554432] cuBLAS workspace
@@ -77,16 +81,18 @@ def test_cublas_gemms_match_the_hand_worked_flops(name: str) -> None:
     assert list(kernel.precision) == precision["operand_precision"]
 
 
-def test_cudnn_convolution_counts_valid_taps() -> None:
-    module = _modules("gpu_kernels")["jit_conv_bf16"]
+@pytest.mark.parametrize("group", KERNELS)
+def test_cudnn_convolution_counts_valid_taps(group: str) -> None:
+    module = _modules(group)["jit_conv_bf16"]
     (call,) = _custom_calls(module)
     kernel = _kernel(module, call)
-    assert kernel.flops == _truth("gpu_kernels")["jit_conv_bf16"]["flops_valid_taps"]
+    assert kernel.flops == _truth(group)["jit_conv_bf16"]["flops_valid_taps"]
     assert kernel.model == "convolution" and kernel.flops_source == "hlo"
 
 
-def test_cudnn_fused_attention_forward_causal_and_full_and_backward() -> None:
-    modules, truth = _modules("gpu_kernels"), _truth("gpu_kernels")
+@pytest.mark.parametrize("group", KERNELS)
+def test_cudnn_fused_attention_forward_causal_and_full_and_backward(group: str) -> None:
+    modules, truth = _modules(group), _truth(group)
     # [2, 2048, 16, 128] bf16; causal: row i sees i + 1 keys -> 2048 * 2049 / 2 pairs per head
     causal_pairs = 2048 * 2049 // 2
     (forward,) = _custom_calls(modules["jit_attention_cudnn"])
@@ -108,22 +114,24 @@ def test_cudnn_fused_attention_forward_causal_and_full_and_backward() -> None:
     assert backward.bytes_written == 3 * 2 * 2048 * 16 * 128 * 2
 
 
+@pytest.mark.parametrize("group", KERNELS)
 @pytest.mark.parametrize("name", ["jit_pallas_matmul", "jit_pallas_matmul_with_cost"])
-def test_pallas_triton_matmul_by_its_shapes_and_never_zero_bytes(name: str) -> None:
-    module = _modules("gpu_kernels")[name]
+def test_pallas_triton_matmul_by_its_shapes_and_never_zero_bytes(group: str, name: str) -> None:
+    module = _modules(group)[name]
     (call,) = _custom_calls(module)
     kernel = _kernel(module, call)
-    truth = _truth("gpu_kernels")[name]
+    truth = _truth(group)[name]
     assert kernel.flops == truth["flops"] and kernel.flops_source == "shape-signature"
     assert kernel.bytes_read + kernel.bytes_written == truth["min_hbm_bytes"]
     assert kernel.bytes_source == "lower-bound"
 
 
-def test_transformer_train_step_matmul_and_attention_flops() -> None:
+@pytest.mark.parametrize("group", gpu_fixtures("gpu_transformer"))
+def test_transformer_train_step_matmul_and_attention_flops(group: str) -> None:
     """Every FLOP of the scanned 4-layer train step's gemms (cuBLAS calls and Triton gemm
     fusions) times its execution count adds up to the hand-worked dense matmul FLOPs."""
-    truth = _truth("gpu_transformer")["jit_train_step"]
-    module = _modules("gpu_transformer")["jit_train_step"]
+    truth = _truth(group)["jit_train_step"]
+    module = _modules(group)["jit_train_step"]
     model = CostModel(module)
     dense = attention = 0.0
     for scheduled in scheduled_computations(module):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from profan.hlo import parse_file, parse_instruction
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.views import backend_config, trip_count
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -47,8 +50,9 @@ def test_synthetic_attribute_forms() -> None:
     assert decode_attribute_dict("{a = }") is None
 
 
-def test_pallas_triton_call_config_from_a_real_gpu_dump() -> None:
-    hlo_dir = FIXTURES / "gpu_kernels" / "hlo"
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
+def test_pallas_triton_call_config_from_a_real_gpu_dump(name: str) -> None:
+    hlo_dir = FIXTURES / name / "hlo"
     dump = next(hlo_dir.glob("*jit_pallas_matmul.*after_optimizations.txt"))
     module = parse_file(str(dump))
     call = next(i for i in module.instructions() if i.opcode == "custom-call")

@@ -17,9 +17,9 @@ from profan.hlo import parse_file, parse_module
 from profan.hlo.graph import ModuleGraph, scheduled_computations
 from profan.hlo.model import Module
 from profan.trace import load
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-GPU_TRAIN_STEP = FIXTURES / "gpu_transformer" / "hlo"
 
 
 def _dumps() -> list[Path]:
@@ -149,8 +149,9 @@ def _users_by_inversion(module: Module) -> dict[tuple[str, str], list[str]]:
     return found
 
 
-def test_users_invert_operands_on_the_gpu_train_step() -> None:
-    module = parse_file(str(next(GPU_TRAIN_STEP.glob("*after_optimizations.txt"))))
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
+def test_users_invert_operands_on_the_gpu_train_step(name: str) -> None:
+    module = parse_file(str(next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))))
     graph = ModuleGraph(module)
     expected = _users_by_inversion(module)
     total = 0

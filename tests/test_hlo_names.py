@@ -21,6 +21,7 @@ from profan.hlo import parse_file, parse_module
 from profan.hlo.model import Computation, Module
 from profan.hlo.printer import module_to_text
 from profan.trace import load
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -84,7 +85,9 @@ def test_synthetic_operand_of_another_computation_is_an_error() -> None:
     assert caught.value.reason == "instruction does not exist: q"
 
 
-@pytest.mark.parametrize("fixture", ["gpu_transformer", "gpu_transformer_nocb"])
+@pytest.mark.parametrize(
+    "fixture", [*gpu_fixtures("gpu_transformer"), *gpu_fixtures("gpu_transformer_nocb")]
+)
 def test_tuple_elements_of_the_gpu_dump_are_the_hloproto_ones(fixture: str) -> None:
     # JAX 0.11.2 prints `%arg_tuple.1#26` where the IR has a get-tuple-element: with the
     # elements made explicit, the module is the one the profiler's HloProto holds, instruction

@@ -18,10 +18,15 @@ import pytest
 from profan.memory import ProgramMemory, analyze_trace
 from profan.memory.model import ALIASED, KINDS, MemoryReport
 from profan.memory.source import decode, from_trace
+from tests.conftest import gpu_chip, gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CPU_PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer", "fsdp", "scan_layers")
-GPU_FIXTURES = ("gpu_kernels", "gpu_transformer", "gpu_transformer_nocb")
+GPU_FIXTURES = (
+    *gpu_fixtures("gpu_kernels"),
+    *gpu_fixtures("gpu_transformer"),
+    *gpu_fixtures("gpu_transformer_nocb"),
+)
 TOTALS = {
     "argument_bytes": "argument_size_in_bytes",
     "output_bytes": "output_size_in_bytes",
@@ -90,7 +95,7 @@ def _gpu_programs() -> list[tuple[str, dict[str, Any]]]:
 )
 def test_gpu_totals_and_peak_equal_xla(name: str, program: dict[str, Any]) -> None:
     oracle = program["memory_analysis"]
-    mine = _program(name, program["module_name"]) if name != "gpu_kernels" else None
+    mine = _program(name, program["module_name"]) if "gpu_kernels" not in name else None
     if mine is None:  # several gpu_kernels programs share a module name: match by totals too
         candidates = [
             p
@@ -106,9 +111,10 @@ def test_gpu_totals_and_peak_equal_xla(name: str, program: dict[str, Any]) -> No
     assert mine.peak_bytes == oracle["peak_memory_in_bytes"]
 
 
-def test_gpu_transformer_donation_and_breakdown() -> None:
-    program = _program("gpu_transformer", "jit_train_step")
-    meta = json.loads((FIXTURES / "gpu_transformer" / "meta.json").read_text())
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
+def test_gpu_transformer_donation_and_breakdown(name: str) -> None:
+    program = _program(name, "jit_train_step")
+    meta = json.loads((FIXTURES / name / "meta.json").read_text())
     (truth,) = [p for p in meta["programs"] if p["name"] == "train_step"]
     assert program.alias_bytes == truth["memory_analysis"]["alias_size_in_bytes"] > 0
     donated = [b for b in program.live_at_peak if b.kind == ALIASED]
@@ -119,7 +125,8 @@ def test_gpu_transformer_donation_and_breakdown() -> None:
     assert program.breakdown.parameters_bytes == program.alias_bytes
     assert program.breakdown.inputs_bytes == 4 * 1025 * 4  # tokens s32[4,1025]
     assert program.peak_instruction and program.peak_position is not None
-    assert program.hbm_bytes == 80e9 and program.chip == "h100"
+    assert program.chip == gpu_chip(name)
+    assert program.hbm_bytes == {"h100": 80e9, "h200": 141e9}[program.chip]  # chips.toml
 
 
 def _all_reports() -> list[MemoryReport]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from profan.cli import main
+from tests.conftest import gpu_chip, gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MLP_DUMP = FIXTURES / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
@@ -67,13 +68,14 @@ def test_hlo_file_gives_the_estimate(capsys) -> None:
     assert any("estimate" in note for note in entry["notes"])
 
 
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 @pytest.mark.parametrize("fmt", ["term", "md", "html"])
-def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str) -> None:
+def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str, name: str) -> None:
     assert (
         main(
             [
                 "memory",
-                str(FIXTURES / "gpu_transformer"),
+                str(FIXTURES / name),
                 "--module",
                 "jit_train_step",
                 "--format",
@@ -85,7 +87,7 @@ def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str) -> None:
     out = capsys.readouterr().out
     assert "jit_train_step(13930)" in out
     assert "1.54GB" in out  # the peak, XLA's peak_memory_in_bytes 1,544,355,936
-    assert "h100" in out and "headroom" in out
+    assert gpu_chip(name) in out and "headroom" in out
     assert "loop_broadcast_fusion.3" in out  # the largest buffer live at the peak
     if fmt == "html":
         assert '<svg class="memory-timeline"' in out and '<svg class="memory-buffers"' in out

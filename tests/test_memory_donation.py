@@ -21,6 +21,7 @@ from profan.memory.updates import output_flows
 from profan.report.build import Analysis, build_report
 from profan.report.model import Report
 from profan.report.pipeline import analyse
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 STATE_STEPS = FIXTURES / "state_steps"
@@ -121,8 +122,9 @@ def test_train_steps_that_do_not_donate_report_every_parameter(name: str) -> Non
     assert {item["parameter_path"] for item in entry["undonated"]} == state
 
 
-def test_a_train_step_that_donates_reports_nothing() -> None:
-    report = _report(FIXTURES / "gpu_transformer")
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
+def test_a_train_step_that_donates_reports_nothing(name: str) -> None:
+    report = _report(FIXTURES / name)
     assert report.memory[0]["alias_bytes"] > 0
     assert not [f for f in report.findings if f.rule == "undonated-input"]
 
@@ -130,10 +132,11 @@ def test_a_train_step_that_donates_reports_nothing() -> None:
 def test_programs_that_only_share_a_shape_report_nothing(fixtures_dir: Path) -> None:
     """Square matmuls, FFTs and collectives of an input return outputs of its shape that are not
     new values of it (gpu_kernels, collectives, scan_layers' forward pass)."""
-    for name in ("gpu_kernels", "collectives", "scan_layers", "matmul"):
+    for name in (*gpu_fixtures("gpu_kernels"), "collectives", "scan_layers", "matmul"):
         report = _report(fixtures_dir / name)
         assert not [f for f in report.findings if f.rule == "undonated-input"], name
-    assert _same_shape_pairs(fixtures_dir / "gpu_kernels") >= 4
+    for name in gpu_fixtures("gpu_kernels"):
+        assert _same_shape_pairs(fixtures_dir / name) >= 4
 
 
 @pytest.mark.parametrize("name", MI300X)

@@ -51,9 +51,9 @@ CASES = _dumps()
 
 
 def test_every_fixture_program_is_covered() -> None:
-    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs + the 7 CPU
-    # programs of state_steps.
-    assert len(CASES) == 51
+    # 7 traced CPU programs + 16 xla_programs + 2 all_to_all + 19 GPU programs on each of the
+    # H100 and the H200 + the 7 CPU programs of state_steps.
+    assert len(CASES) == 7 + 16 + 2 + 2 * 19 + 7
 
 
 @pytest.mark.parametrize(("label", "dump", "oracle"), CASES, ids=[c[0] for c in CASES])

@@ -16,6 +16,7 @@ from profan.report.config import RuleConfig
 from profan.report.memory import diff_lines, large_temporary, near_capacity
 from profan.report.model import Report
 from profan.report.pipeline import analyse
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -73,8 +74,9 @@ def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
     assert lines == ["make_fixtures.py:205"] * 2
 
 
-def test_donated_train_step_has_no_undonated_finding() -> None:
-    report = _report("gpu_transformer")
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
+def test_donated_train_step_has_no_undonated_finding(name: str) -> None:
+    report = _report(name)
     assert report.memory and report.memory[0]["alias_bytes"] > 0
     assert not [f for f in report.findings if f.rule == "undonated-input"]
 

@@ -1,6 +1,7 @@
 """Where each op's FLOPs and bytes come from, shown in the JSON and explained in the table; no
 false alarm on an op whose cost is unknown or only a lower bound; a headline that never shows a
-share above 100%. On the H100 fixture (real cuBLAS, cuDNN and Pallas calls) and every trace."""
+share above 100%. On the H100 and H200 fixtures (real cuBLAS, cuDNN and Pallas calls) and every
+trace."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from profan.report.format import SOURCE_MARKS, bytes_lines, sources_legend, step
 from profan.report.model import OpEntry, Report
 from profan.report.pipeline import analyse
 from profan.units import si
+from tests.conftest import gpu_fixtures
 
 _REPORTS: dict[str, Report] = {}
 
@@ -35,8 +37,9 @@ def _every_trace(fixtures_dir: Path, corpus_dir: Path) -> list[Path]:
     return fixtures + [p for p in corpus if "corrupt" not in p.name]
 
 
-def test_every_op_says_where_its_figures_come_from(fixtures_dir: Path) -> None:
-    report = _report(fixtures_dir / "gpu_kernels")
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
+def test_every_op_says_where_its_figures_come_from(fixtures_dir: Path, name: str) -> None:
+    report = _report(fixtures_dir / name)
     data = json.loads(json.dumps(report.to_dict()))
     for op in data["ops"]:
         assert op["flops_source"] in SOURCES and op["bytes_source"] in SOURCES, op["label"]

@@ -16,6 +16,7 @@ from profan.report import html, layout, markdown, terminal
 from profan.report.build import build_report
 from profan.report.model import Report
 from profan.report.pipeline import analyse
+from tests.conftest import gpu_fixtures
 
 _CACHE: dict[str, Report] = {}
 KEY_COLUMNS = ("op", "category", "measured", "ideal", "bound", "eff")
@@ -200,11 +201,12 @@ def test_sharding_splits_match_the_partition_specs(fixtures_dir: Path) -> None:
     assert Report.from_dict(json.loads(json.dumps(data))).to_dict() == data
 
 
-def test_shared_names_are_shown_with_their_program(fixtures_dir: Path) -> None:
-    """The H100 fixture runs many one-op programs: several have an op called
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
+def test_shared_names_are_shown_with_their_program(fixtures_dir: Path, name: str) -> None:
+    """The GPU fixture runs many one-op programs: several have an op called
     ``custom-call.1``. Each such op is shown as ``program/name``; every label (and every JSON
     key) is unique, and an op whose name is unique keeps its bare name."""
-    report = _report(fixtures_dir / "gpu_kernels")
+    report = _report(fixtures_dir / name)
     labels = [op.label for op in report.ops]
     assert len(set(labels)) == len(labels)
     assert len({op.key for op in report.ops}) == len(report.ops)

@@ -1,5 +1,5 @@
 """Accounting that cannot lie (issue 10 item 1), as properties of every real trace: the fixtures
-(CPU, H100) and the external corpus (TPU v6e, MI300X).
+(CPU, H100, H200) and the external corpus (TPU v6e, MI300X).
 
 * a step's ideal never exceeds its measured time (share <= 100%), measured per device over the
   ops the step holds;

@@ -1,5 +1,6 @@
 """The compute term of matrix math uses the peak its operand dtype and precision select
-(``Chip.peak_flops_per_s``): the H100 fixture's library calls, and XLA-printed dot lines."""
+(``Chip.peak_flops_per_s``): the GPU fixtures' library calls (recorded on an H100 and on an H200,
+the same peaks), and XLA-printed dot lines."""
 
 from __future__ import annotations
 
@@ -12,15 +13,23 @@ import profan
 from profan.chips import get_chip
 from profan.cost import estimate
 from profan.hlo.parser import parse_module
-from profan.roofline import op_times, score
+from profan.roofline import Score, op_times, score
+from tests.conftest import gpu_chip, gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
+@pytest.fixture(scope="module", params=gpu_fixtures("gpu_kernels"))
+def kernels_folder(request: pytest.FixtureRequest) -> Path:
+    return FIXTURES / request.param
+
+
 @pytest.fixture(scope="module")
-def h100_kernels():  # type: ignore[no-untyped-def]
-    folder = FIXTURES / "gpu_kernels"
-    return score(profan.load(str(folder / "trace"), hlo=str(folder / "hlo")))
+def gpu_kernels(kernels_folder: Path) -> Score:
+    folder = kernels_folder
+    result = score(profan.load(str(folder / "trace"), hlo=str(folder / "hlo")))
+    assert result.chip.name == gpu_chip(folder.name)
+    return result
 
 
 # Which rate each library matmul of the fixture runs at, by XLA's rules on NVIDIA: f32 at DEFAULT
@@ -36,21 +45,21 @@ EXPECTED_PEAKS = {
 }
 
 
-def test_library_matmuls_run_at_their_precisions_peak(h100_kernels) -> None:
-    ops = h100_kernels.ops.set_index("module")
-    h100 = h100_kernels.chip
+def test_library_matmuls_run_at_their_precisions_peak(gpu_kernels: Score) -> None:
+    ops = gpu_kernels.ops.set_index("module")
+    chip = gpu_kernels.chip
     for module, label in EXPECTED_PEAKS.items():
         row = ops.loc[module]
         row = row[row["opcode"] == "custom-call"].iloc[0] if row.ndim == 2 else row
         assert row["peak"] == label, module
         rate, _, divisor = label.partition("/")
-        peak = h100.peak_flops[rate] / int(divisor or 1)  # one device per H100
+        peak = chip.peak_flops[rate] / int(divisor or 1)  # one device per H100 / H200
         assert row["t_compute_s"] == pytest.approx(row["flops"] / peak, rel=1e-12), module
 
 
-def test_no_h100_kernel_beats_its_roofline(h100_kernels) -> None:
+def test_no_gpu_kernel_beats_its_roofline(gpu_kernels: Score) -> None:
     # the f32 DEFAULT gemm was at 406% of the f32 (non-tensor-core) peak: it ran as TF32
-    efficiency = h100_kernels.ops["efficiency"].dropna()
+    efficiency = gpu_kernels.ops["efficiency"].dropna()
     assert len(efficiency) > 10 and (efficiency <= 1.0).all()
 
 
@@ -105,16 +114,18 @@ def test_elementwise_math_keeps_its_dtype_rate() -> None:
     assert times.t_compute_s == pytest.approx(4096 / h100.peak_flops["f32"])
 
 
-def test_h100_ffts_count_5_n_log2_n_as_the_fixture_truth_says(h100_kernels) -> None:
+def test_gpu_ffts_count_5_n_log2_n_as_the_fixture_truth_says(
+    gpu_kernels: Score, kernels_folder: Path
+) -> None:
     # meta.json truth: 256 transforms of 4,096 points (1-D and 64x64) = 62,914,560 FLOPs; the real
     # transform half that.  (XLA's cost_analysis says 100,663,296 and 301,989,888: another
     # formula, which grows with the number of dims; profan follows the FFT literature.)
     truth = {
         p["module_name"]: p["truth"]
-        for p in json.loads((FIXTURES / "gpu_kernels" / "meta.json").read_text())["programs"]
+        for p in json.loads((kernels_folder / "meta.json").read_text())["programs"]
         if "fft" in p["name"]
     }
-    ops = h100_kernels.ops[h100_kernels.ops["opcode"] == "fft"].set_index("module")
+    ops = gpu_kernels.ops[gpu_kernels.ops["opcode"] == "fft"].set_index("module")
     assert set(ops.index) == set(truth)
     for module, facts in truth.items():
         row = ops.loc[module]

@@ -2,9 +2,9 @@
 GPU's special function units) and the ops they time, on real traces.
 
 ``fixtures/state_steps``' ``jit_mish`` (three transcendentals per element, XLA's own cost
-analysis counts them) is bound by its transcendentals on the CPU chip's figures; the MI300X and
-H100 traces show their exp/tanh fusions' and attention kernels' transcendental time beside a
-longer HBM or FLOP term; the TPU v5 golden's measured times stay above the v5p estimate.
+analysis counts them) is bound by its transcendentals on the CPU chip's figures; the MI300X,
+H100 and H200 traces show their exp/tanh fusions' and attention kernels' transcendental time
+beside a longer HBM or FLOP term; the TPU v5 golden's measured times stay above the v5p estimate.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from profan.hlo.parser import parse_instruction
 from profan.report.build import Analysis, build_report
 from profan.report.pipeline import analyse
 from profan.roofline import op_times
+from tests.conftest import gpu_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 STATE_STEPS = FIXTURES / "state_steps"
@@ -130,8 +131,11 @@ def test_mi300x_tanh_shows_its_transcendental_time_beside_its_longer_hbm_time(
     assert "transcendentals at 1.02e+13/s" in row["derivation"]
 
 
-def test_h100_attention_kernels_show_their_softmax_exponentials(fixtures_dir: Path) -> None:
-    ops = _analysis(fixtures_dir / "gpu_kernels").score.ops
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
+def test_gpu_attention_kernels_show_their_softmax_exponentials(
+    fixtures_dir: Path, name: str
+) -> None:
+    ops = _analysis(fixtures_dir / name).score.ops
     attention = ops[ops["name"].astype(str).str.startswith("dot_product_attention_fwd")]
     assert len(attention) == 2
     for row in attention.itertuples():

@@ -1,4 +1,4 @@
-"""Single-device programs (the H100 fixtures, the CPU matmul and xla_programs): no mesh, no
+"""Single-device programs (the H100 and H200 fixtures, the CPU matmul and xla_programs): no mesh, no
 collectives, no strategies, and every matmul's global shapes are its local ones."""
 
 from __future__ import annotations

@@ -395,10 +395,16 @@ def _match_gpu(stats: dict[str, object], chips: dict[str, Chip]) -> tuple[Chip |
     ]
     if not candidates:
         return None, ""
+    how = f"{vendor or 'GPU'} compute capability {capability}"
     memory = stats.get("memory_size")
     if isinstance(memory, int | float) and memory > 0:
         candidates.sort(key=lambda chip: abs(math.log(chip.hbm_bytes / float(memory))))
-    how = f"{vendor or 'GPU'} compute capability {capability}"
+        if len(candidates) > 1:  # say what told them apart
+            nearest = candidates[0]
+            how += (
+                f", {memory / 1e9:.0f} GB of memory: nearest {nearest.name}'s "
+                f"{nearest.hbm_bytes / 1e9:.0f} GB"
+            )
     return candidates[0], how
 
 
