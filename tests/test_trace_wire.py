@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profan.trace.planes import _distinct
+from profan.arrays import distinct
 from profan.trace.schema import load_schema
 from profan.trace.wire import WireError, decode_events
 
@@ -274,11 +274,11 @@ def test_lines_decoded_in_chunks_equal_whole_lines(
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.integers(0, 600), st.integers(-5, 2**40)), min_size=1, max_size=200))
-def test_distinct_ref_ids_as_numpy_unique(values: list[int]) -> None:
-    """The readers' count-and-table ``np.unique`` (ref stats hold small stat ids; anything
-    else takes the sort) gives numpy's ids and inverse."""
+def test_distinct_as_numpy_unique(values: list[int]) -> None:
+    """The count-and-table ``np.unique`` (ref stats hold small stat ids, steps and devices
+    are small numbers; anything else takes the sort) gives numpy's ids and inverse."""
     ids = np.array(values, dtype=np.int64)
-    found, inverse = _distinct(ids)
+    found, inverse = distinct(ids)
     expected, expected_inverse = np.unique(ids, return_inverse=True)
     assert found.tolist() == expected.tolist()
     assert inverse.tolist() == expected_inverse.tolist()

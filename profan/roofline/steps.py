@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from profan.arrays import distinct
 from profan.chips import Chip
 from profan.roofline.terms import BOUNDS
 from profan.trace.join import spread_category
@@ -139,14 +140,13 @@ def _busy(starts: np.ndarray, ends: np.ndarray) -> float:
 
 def _device_ideals(frame: _Executions) -> pd.DataFrame:
     """Per (step, device): span, ideal and a note where its ops overlap in time."""
-    codes = frame.device.codes.astype(np.int64)
+    codes = frame.device.codes
     width = int(codes.max()) + 1 if len(codes) else 1
-    # (step, device) groups, sorted: one hash of the rows, one sort of the few groups
-    found, uniques = pd.factorize(frame.step * width + codes)
-    order = np.argsort(uniques, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    groups, which = uniques[order], rank[found]
+    # (step, device) groups, sorted, and each execution's (steps and devices are few: counted)
+    key = frame.step * width
+    key += codes
+    groups, which = distinct(key)
+    del key
     size = len(groups)
     start = np.full(size, np.inf)
     end = np.full(size, -np.inf)
@@ -154,10 +154,12 @@ def _device_ideals(frame: _Executions) -> pd.DataFrame:
     np.maximum.at(end, which, frame["start_s"] + frame["duration_s"])
     busy_sum = np.bincount(which, frame["duration_s"].astype(float, copy=False), minlength=size)
     sync = ~frame["_async"]
-    sync_groups = which[sync]
+    every = bool(sync.all())  # (no async op: no copies of the synchronous ones)
+    sync_groups = which if every else which[sync]
 
     def summed(values: np.ndarray) -> np.ndarray:
-        return np.bincount(sync_groups, values.astype(float, copy=False)[sync], minlength=size)
+        values = values.astype(float, copy=False)
+        return np.bincount(sync_groups, values if every else values[sync], minlength=size)
 
     serial = summed(frame["_ideal"])
     pool = np.zeros(size)
@@ -202,9 +204,12 @@ def _time_by_bound(frame: _Executions) -> dict[str, dict[int, float]]:
     every bound of ``frame.bound``'s categories (0.0 where a step has none of it)."""
     bounds = frame.bound
     width = len(bounds.categories)
-    sums = (
-        pd.Series(frame["duration_s"], copy=False).groupby(frame.step * width + bounds.codes).sum()
-    )
+    key = frame.step * width
+    key += bounds.codes
+    groups, which = distinct(key)  # (few groups: counted, and grouped by their codes below)
+    del key
+    groups_of_rows = pd.Categorical.from_codes(which, categories=groups)
+    sums = pd.Series(frame["duration_s"], copy=False).groupby(groups_of_rows, observed=True).sum()
     steps = pd.unique(frame.step)
     found = dict(zip(sums.index.tolist(), sums.tolist(), strict=True))
     return {

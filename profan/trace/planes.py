@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
+from profan.arrays import distinct
 from profan.errors import TraceError
 from profan.trace.space import line_events
 from profan.trace.wire import (
@@ -206,7 +207,7 @@ class _PlaneStats:
         kind = events.stat_kind[rows]
         refs = rows[kind == KIND_REF]
         if refs.size:
-            ref_ids, inverse = _distinct(events.stat_int[refs])
+            ref_ids, inverse = distinct(events.stat_int[refs])
             table = coder.codes([self.names.get(int(i)) for i in ref_ids])
             codes[events.stat_event[refs]] = table[inverse]
         for row in rows[among(kind, (KIND_STR, KIND_GZIP))]:
@@ -234,7 +235,7 @@ class _PlaneStats:
         kind = events.stat_kind[rows]
         refs = rows[kind == KIND_REF]
         if refs.size:
-            ref_ids, inverse = _distinct(events.stat_int[refs])
+            ref_ids, inverse = distinct(events.stat_int[refs])
             names = np.array([self.names.get(int(i)) for i in ref_ids], dtype=object)
             out[events.stat_event[refs]] = names[inverse]
         for row in rows[among(kind, (KIND_STR, KIND_GZIP))]:
@@ -242,18 +243,6 @@ class _PlaneStats:
             if text is not None:
                 out[events.stat_event[row]] = text
         return out
-
-
-def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)``; for stat metadata ids (small, non-negative:
-    what a ref stat holds) by a count and a table, not a sort."""
-    top = int(ids.max())
-    if ids.min() < 0 or top > 1 << 20:
-        return np.unique(ids, return_inverse=True)
-    present = np.flatnonzero(np.bincount(ids, minlength=top + 1))
-    rank = np.zeros(top + 1, dtype=np.int64)
-    rank[present] = np.arange(len(present))
-    return present, rank[ids]
 
 
 def _metadata_stats(plane: Message, wanted: tuple[str, ...]) -> dict[int, dict[str, Any]]:
