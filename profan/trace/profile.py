@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from profan.arrays import distinct
 from profan.hlo.model import Instruction, Module
 from profan.trace.hosts import HostsAnalysis
 
@@ -38,6 +39,10 @@ OP_COLUMNS: tuple[str, ...] = tuple(OP_DTYPES)[: list(OP_DTYPES).index("matched"
 OP_IDENTITY = ("module", "module_key", "op_name")
 
 
+# Combined codes up to this many are grouped by counting (a table of this size), not hashing.
+_COUNTED_GROUPS = 1 << 20
+
+
 def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The group of each row of ``frame`` (rows alike in ``columns``, a missing value being a
     value of its own), numbered in order of first appearance as ``groupby(columns, sort=False,
@@ -48,18 +53,31 @@ def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray,
         values = frame[column].array
         if isinstance(values, pd.Categorical):
             codes, size = values.codes.astype(np.int64) + 1, len(values.categories) + 1
+        elif values.dtype.kind in "iu" and len(values) and not values.isna().any():
+            # integers without a gap (run ids, device numbers): counted, not hashed
+            uniques, codes = distinct(values.to_numpy())
+            size = len(uniques)
         else:
             codes, uniques = pd.factorize(values, use_na_sentinel=False)
             size = len(uniques)
         combined *= size
         combined += codes
-    group_of = pd.factorize(combined)[0].astype(np.int64, copy=False)
-    # Groups are numbered as they first appear: a row starts its group where the running
-    # maximum of the numbers grows.
-    running = np.maximum.accumulate(group_of)
-    first = np.ones(len(group_of), dtype=bool)
-    first[1:] = running[1:] > running[:-1]
-    return group_of, np.flatnonzero(first)
+    if not len(combined) or int(combined.max()) > _COUNTED_GROUPS:
+        group_of = pd.factorize(combined)[0].astype(np.int64, copy=False)
+        # Groups are numbered as they first appear: a row starts its group where the running
+        # maximum of the numbers grows.
+        running = np.maximum.accumulate(group_of)
+        first = np.ones(len(group_of), dtype=bool)
+        first[1:] = running[1:] > running[:-1]
+        return group_of, np.flatnonzero(first)
+    # Few possible groups (the usual case): counted, then numbered by their first rows.
+    _, sorted_group = distinct(combined)
+    first_row = np.full(int(sorted_group.max()) + 1, len(combined), dtype=np.int64)
+    np.minimum.at(first_row, sorted_group, np.arange(len(combined)))
+    by_appearance = np.argsort(first_row, kind="stable")
+    number = np.empty(len(first_row), dtype=np.int64)
+    number[by_appearance] = np.arange(len(first_row))
+    return number[sorted_group], first_row[by_appearance]
 
 
 @dataclass(slots=True)
