@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profan.report.format import percent, seconds
+from profan.report.keys import pair_keys
 from profan.report.memory import diff_lines as memory_diff_lines
 from profan.report.model import OpEntry, Report
 
@@ -23,15 +24,20 @@ class OpChange:
 
 
 def op_changes(a: Report, b: Report) -> list[OpChange]:
-    """Every op of either report, matched by stable key, largest change first."""
+    """Every op of either report, paired by stable key, shape and source (``keys.pair_keys``),
+    largest change first."""
     ops_a: dict[str, OpEntry] = {op.key: op for op in a.ops}
     ops_b: dict[str, OpEntry] = {op.key: op for op in b.ops}
     changes = []
-    for key in dict.fromkeys([*ops_a, *ops_b]):
-        op_a, op_b = ops_a.get(key), ops_b.get(key)
+    for key_a, key_b in pair_keys(
+        {key: (op.shape, op.source) for key, op in ops_a.items()},
+        {key: (op.shape, op.source) for key, op in ops_b.items()},
+    ):
+        op_a = ops_a[key_a] if key_a is not None else None
+        op_b = ops_b[key_b] if key_b is not None else None
         changes.append(
             OpChange(
-                key,
+                key_a or key_b or "",
                 op_a.label if op_a else None,
                 op_b.label if op_b else None,
                 op_a.measured_s if op_a else 0.0,
@@ -96,8 +102,8 @@ def render(
     lines += [f"{r[0]:<{width}}  {r[1]:>12}  {r[2]:>12}  {r[3]}" for r in rows]
     lines += [
         "",
-        "Ops whose time changed most (total over all devices; matched by scope and kind across "
-        "recompiles):",
+        "Ops whose time changed most (total over all devices; matched by scope, kind and shape "
+        "across recompiles):",
     ]
     for change in op_changes(a, b)[:top]:
         if change.name_a is None:

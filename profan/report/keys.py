@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 _NUMERIC_SUFFIX = re.compile(r"(?:[._-]\d+)+$")
 _PAREN_ID = re.compile(r"\(\d+\)$")
@@ -48,3 +48,50 @@ def assign_keys(rows: Iterable[tuple[str, str | None, str, str]]) -> list[str]:
         seen[key] += 1
         keys.append(key if n == 0 else f"{key}#{n}")
     return keys
+
+
+_ORDINAL = re.compile(r"#(\d+)$")
+
+
+def _stem_and_ordinal(key: str) -> tuple[str, int]:
+    found = _ORDINAL.search(key)
+    return (key[: found.start()], int(found.group(1))) if found else (key, 0)
+
+
+def pair_keys(
+    a: Mapping[str, tuple[str | None, str | None]],
+    b: Mapping[str, tuple[str | None, str | None]],
+) -> list[tuple[str | None, str | None]]:
+    """The ops of two reports paired: each key of ``a`` and of ``b`` once, as ``(key_a,
+    key_b)`` (None: the op has no partner), given each op's ``(shape, source)``.
+
+    Ops that share a scope and kind are told apart by an ordinal in program order, which
+    shifts when a recompile adds, drops or reorders such ops (a scanned layer's
+    dynamic-update-slice fusions): within such a group, an op is paired with the first op of
+    the other report that has its shape and source line, else its shape, else in program
+    order.  Where shapes and sources line up in order, that is the ordinals' own pairing."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for side, keys in enumerate((a, b)):
+        for key in keys:
+            groups.setdefault(_stem_and_ordinal(key)[0], ([], []))[side].append(key)
+    pairs: list[tuple[str | None, str | None]] = []
+    for keys_a, keys_b in groups.values():
+        keys_a.sort(key=lambda k: _stem_and_ordinal(k)[1])
+        keys_b.sort(key=lambda k: _stem_and_ordinal(k)[1])
+        partner: dict[str, str] = {}
+        free = list(keys_b)
+        for same in (lambda x, y: a[x] == b[y], lambda x, y: a[x][0] == b[y][0]):
+            for key in keys_a:
+                if key in partner:
+                    continue
+                found = next((other for other in free if same(key, other)), None)
+                if found is not None:
+                    partner[key] = found
+                    free.remove(found)
+        left = iter(free)
+        for key in keys_a:
+            if key not in partner:
+                partner[key] = next(left, None)  # type: ignore[assignment]
+        pairs += [(key, partner[key]) for key in keys_a]
+        pairs += [(None, key) for key in left]
+    return pairs

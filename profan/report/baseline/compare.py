@@ -22,6 +22,7 @@ from profan.report.baseline.entry import (
 )
 from profan.report.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
+from profan.report.keys import pair_keys
 from profan.report.model import Report
 from profan.version import __version__
 
@@ -210,18 +211,27 @@ def _gone_op(key: str, op: OpFacts, note: str) -> CheckResult:
     )
 
 
+def _paired(new: Entry, old: Entry) -> list[tuple[str | None, str | None]]:
+    """The ops of the profile and of the baseline paired (``keys.pair_keys``)."""
+    return pair_keys(
+        {key: (op.shape, op.source) for key, op in new.ops.items()},
+        {key: (op.shape, op.source) for key, op in old.ops.items()},
+    )
+
+
 def _op_results(new: Entry, old: Entry, note: str) -> list[CheckResult]:
     rows: list[tuple[float, CheckResult]] = []
-    for key, op in new.ops.items():
-        before = old.ops.get(key)
-        if before is None:
+    for key, old_key in _paired(new, old):
+        if key is None:
+            assert old_key is not None
+            rows.append((_weight(old.ops[old_key]), _gone_op(old_key, old.ops[old_key], note)))
+            continue
+        op = new.ops[key]
+        if old_key is None:
             rows.append((_weight(op), _new_op(key, op)))
-        elif changes := _op_changes(op, before):
+        elif changes := _op_changes(op, old.ops[old_key]):
             text = f"{_describe(op)}: {'; '.join(changes)}{note}"
             rows.append((_weight(op), CheckResult(f"baseline.op:{key}", False, text, op.source)))
-    rows.extend(
-        (_weight(op), _gone_op(key, op, note)) for key, op in old.ops.items() if key not in new.ops
-    )
     rows.sort(key=lambda row: -row[0])
     results = [result for _, result in rows[:MAX_OP_LINES]]
     if len(rows) > MAX_OP_LINES:
@@ -318,16 +328,16 @@ def _time_results(new: Entry, old: Entry, policy: TimePolicy) -> list[CheckResul
     results = [CheckResult("baseline.step_time", False, text)]
     grown = sorted(
         (
-            (op.time_per_step_s - old.ops[key].time_per_step_s, op)
-            for key, op in new.ops.items()
-            if key in old.ops
+            (new.ops[key].time_per_step_s - old.ops[old_key].time_per_step_s, key, old_key)
+            for key, old_key in _paired(new, old)
+            if key is not None and old_key is not None
         ),
         key=lambda item: -item[0],
     )
-    for growth, op in grown[:3]:
+    for growth, key, old_key in grown[:3]:
         if growth <= 0:
             break
-        before = old.ops[op.key].time_per_step_s
+        op, before = new.ops[key], old.ops[old_key].time_per_step_s
         results.append(
             CheckResult(
                 f"baseline.op_time:{op.key}",
