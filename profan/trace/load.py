@@ -19,7 +19,6 @@ import pandas as pd
 from profan.cache import cached_module
 from profan.errors import ProfanError, TraceError
 from profan.hlo.model import Module
-from profan.trace.command_buffers import attribute
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
@@ -28,7 +27,6 @@ from profan.trace.executors import (
     scheduler_address,
     trim_heap,
 )
-from profan.trace.gpu import executions_of_kernels
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
@@ -432,6 +430,9 @@ def _attribute_graph_kernels(
 ) -> None:
     """Attribute the kernels a host ran inside command buffers (``profan.trace.command_buffers``)
     and add them to ``host.ops`` as op executions."""
+    from profan.trace.command_buffers import attribute  # (GPU traces only)
+    from profan.trace.gpu import executions_of_kernels
+
     columns = {name: np.concatenate(parts) for name, parts in host.graph_kernels.items()}
     host.graph_kernels = {}
     ids: dict[int, dict[int, str]] = {}

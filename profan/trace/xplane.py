@@ -55,7 +55,6 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.errors import TraceError
-from profan.trace.gpu import read_gpu_plane
 from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
@@ -256,6 +255,8 @@ def _read_planes(
             if kind == "TPU":
                 _read_tpu_plane(plane, ordinal, trace, builder, async_builder, runs, path)
             else:
+                from profan.trace.gpu import read_gpu_plane  # (GPU traces only)
+
                 read_gpu_plane(plane, ordinal, trace, builder, path)
         if host_plane is not None:
             _read_host_plane(host_plane, my_lines, trace, None, path)
