@@ -15,6 +15,7 @@ import io
 import itertools
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -282,3 +283,47 @@ def test_a_report_read_ahead_is_byte_identical(
     assert here == cold and started[2] is None
     json.loads(cold[1])  # a whole report
     assert not prefetch._STARTED
+
+
+def test_an_unseen_trace_read_ahead_is_looked_up_only_once_stored(
+    ahead: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A trace file the cache has not seen as it is now, read ahead, is not looked up (its hash
+    would wait for the read; only the same bytes rewritten at the same path could be found): it
+    is hashed once the read is taken over and stored under its content's key.  The next open
+    finds it; a rewrite of the same bytes is read again once (the same output), then found."""
+    import profan.report.pipeline as pipeline
+    from profan.cache import keys
+    from profan.trace import pod
+
+    lookups: list[str] = []
+    for module, name in (
+        (pipeline, "read_text"),
+        (pipeline, "read_report"),
+        (pod, "read_profile"),
+    ):
+        original = getattr(module, name)
+
+        def spying(key: str, _original=original, _name=name) -> object:  # type: ignore[no-untyped-def]
+            lookups.append(_name)
+            return _original(key)
+
+        monkeypatch.setattr(module, name, spying)
+    started: list[prefetch.HostRead | None] = []
+    start = prefetch.start
+    monkeypatch.setattr(prefetch, "start", lambda run: started.append(start(run)) or started[-1])
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(keys, "_RACY_NS", 0)  # (the copy is new: record its digest anyway)
+    trace = tmp_path / "mlp"
+    shutil.copytree(FIXTURES_DIR / "mlp", trace)
+    cold = _report(str(trace), "--format", "json")
+    assert started[-1] is not None and lookups == []
+    assert _report(str(trace), "--format", "json") == cold
+    assert len(started) == 1  # found: nothing read
+    lookups.clear()
+    xplane = _xplane(trace)
+    xplane.write_bytes(xplane.read_bytes())  # the same bytes, a new modification time
+    assert _report(str(trace), "--format", "json") == cold
+    assert len(started) == 2 and started[-1] is not None and lookups == []
+    assert _report(str(trace), "--format", "json") == cold
+    assert len(started) == 2

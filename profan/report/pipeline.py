@@ -155,24 +155,29 @@ def reading_ahead(
     the cache has not seen (nothing is stored of it): a new trace starts reading before its
     hash is taken.  The read is stopped on the way out if the loader did not take it.  Cache
     entries are written behind the work meanwhile (``store.writing_behind``), and waited for
-    on the way out."""
-    started, hashing = None, False
+    on the way out.
+
+    Yields whether to look the inputs up in the cache before building: not for a trace file
+    the cache has not seen as it is now that a worker reads.  Its lookups could only find the
+    same bytes written again at the same path (keys name the path), and its hash (~0.06 s for
+    69 MB) would lengthen this process's path, which is as long as the worker's: it is taken
+    once the read is done (``trace.pod``), on the CPU the worker leaves, and the entries are
+    stored under it.  Without a worker, the hash runs in a thread beside the imports."""
+    started, hashing, unseen = None, False, False
     if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
         from profan.trace import prefetch  # (a report found in the cache reads nothing)
 
         started = prefetch.start(inputs.run)  # before any thread: it forks
-        # Hashed in a thread beside the imports only when no worker reads: with one, both CPUs
-        # are busy and a third thread would slow the read, which is the longer path; the key
-        # then hashes the file when it is first needed, in this thread.
-        hashing = use_cache and started is None and not seen_before(inputs.run.files)
+        unseen = use_cache and not seen_before(inputs.run.files)
+        hashing = unseen and started is None
     try:
         with writing_behind():
             if hashing:
                 assert inputs is not None
                 _import_while_hashing(inputs.run.files.values())
-            yield
+            yield not (unseen and started is not None)
     finally:
-        if hashing:
+        if unseen:
             finish_digests()
         if started is not None:
             started.stop()
@@ -321,8 +326,10 @@ def report_for(
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
     inputs = locate(path, hlo, run)
-    with reading_ahead(inputs, chip, config, page, use_cache):
-        key = cache_key(inputs, chip, config, page) if use_cache and not program_meshes else None
+    with reading_ahead(inputs, chip, config, page, use_cache) as look_up:
+        key: Key = None
+        if use_cache and not program_meshes:
+            key = _key_of(inputs, chip, config, page, look_up)
         return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
 
 
@@ -350,8 +357,10 @@ def text_for(
     ]
     # one trace (not a diff of two) is read ahead while the keys are taken and the rest imported
     ahead = traces[0] if len(traces) == 1 else None
-    with reading_ahead(ahead, chip, config, page, use_cache):
-        return _text(paths, traces, render, rendering, chip, config, progress, use_cache, page)
+    with reading_ahead(ahead, chip, config, page, use_cache) as look_up:
+        return _text(
+            paths, traces, render, rendering, chip, config, progress, use_cache, page, look_up
+        )
 
 
 def _text(
@@ -364,18 +373,25 @@ def _text(
     progress: Progress,
     use_cache: bool,
     page: bool,
+    look_up: bool = True,
 ) -> str:
-    """``text_for`` of traces already located (None: a JSON report)."""
-    located: list[tuple[Inputs | None, str | None]] = [
-        (inputs, cache_key(inputs, chip, config, page) if inputs and use_cache else None)
+    """``text_for`` of traces already located (None: a JSON report); ``look_up``: see
+    ``reading_ahead``."""
+    located: list[tuple[Inputs | None, Key]] = [
+        (inputs, _key_of(inputs, chip, config, page, look_up) if inputs and use_cache else None)
         for inputs in traces
     ]
-    keys = [key for _, key in located]
-    rendered_key = None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
-    text = None if rendered_key is None else read_text(rendered_key)
-    if text is not None:
-        progress(f"{', '.join(map(str, paths))}: this rendering, from the cache")
-        return text
+
+    def rendered_key() -> str | None:
+        keys = [_taken(key) for _, key in located]
+        return None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
+
+    if look_up:
+        known = rendered_key()
+        text = None if known is None else read_text(known)
+        if text is not None:
+            progress(f"{', '.join(map(str, paths))}: this rendering, from the cache")
+            return text
     reports = [
         read_json_report(path)
         if inputs is None
@@ -383,14 +399,31 @@ def _text(
         for path, (inputs, key) in zip(paths, located, strict=True)
     ]
     text = render(*reports)
-    if rendered_key is not None:
-        write_text(rendered_key, text)
+    written = rendered_key()
+    if written is not None:
+        write_text(written, text)
     return text
+
+
+# A report cache key, or a function that takes it once the inputs are read (``reading_ahead``).
+Key = str | Callable[[], str | None] | None
+
+
+def _key_of(
+    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool, look_up: bool
+) -> Key:
+    if look_up:
+        return cache_key(inputs, chip, config, page)
+    return lambda: cache_key(inputs, chip, config, page)
+
+
+def _taken(key: Key) -> str | None:
+    return key() if callable(key) else key
 
 
 def _report(
     inputs: Inputs,
-    key: str | None,
+    key: Key,
     chip: str | None,
     config: RuleConfig | None,
     progress: Progress,
@@ -398,8 +431,9 @@ def _report(
     use_cache: bool,
     page: bool = False,
 ) -> Report:
-    """The report stored under ``key``, else built (and stored there)."""
-    if key is not None:
+    """The report stored under ``key``, else built (and stored there; a deferred key is only
+    taken to store it)."""
+    if isinstance(key, str):
         cached = read_report(key)
         if cached is not None:
             progress(f"{inputs.trace}: the report of these inputs, from the cache")
@@ -413,8 +447,9 @@ def _report(
         from profan.report.page_data import add_page_data  # only the HTML page pays for it
 
         add_page_data(report, analysis.profile)
-    if key is not None:
-        write_report(key, report)
+    written = _taken(key)
+    if written is not None:
+        write_report(written, report)
     return report
 
 

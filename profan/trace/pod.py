@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from profan.cache.inputs import events_key, hlo_inputs, run_inputs
-from profan.cache.keys import versioned
+from profan.cache.inputs import events_key, hlo_inputs, run_inputs, seen_before
+from profan.cache.keys import digest_behind, versioned
 from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
 from profan.hlo.model import Module
@@ -47,6 +47,7 @@ from profan.trace.executors import Progress, map_hosts, release_freed_memory
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
+from profan.trace.prefetch import reading
 from profan.trace.profile import Profile
 
 # ------------------------------------------------------------------------- reduced form
@@ -100,13 +101,23 @@ def load_events_cached(
     dumped: list[Module] | None = None,
 ) -> Profile:
     """``load_events``, reused from the cache when the run's files and ``--hlo`` are unchanged
-    (and stored there after a read).  ``dumped``: the modules of ``--hlo``, parsed already."""
-    key = _events_key(path, opts, found) if opts.use_cache else None
+    (and stored there after a read).  ``dumped``: the modules of ``--hlo``, parsed already.
+
+    A trace file the cache has not seen as it is now, read ahead by a worker (``prefetch``), is
+    not looked up: only the same bytes written again at the same path could be found, and its
+    hash would wait for the read.  It is hashed in a thread as the read is taken over, on the
+    CPU the worker leaves, and the profile stored under that key."""
+    deferred = opts.use_cache and reading(found) and not seen_before(found.files)
+    key = _events_key(path, opts, found) if opts.use_cache and not deferred else None
     if key is not None:
         profile = read_profile(key)
         if profile is not None:
             return profile
+    if deferred:
+        digest_behind(found.files.values())
     profile = load_events(path, opts, found, progress, dumped=dumped)
+    if deferred:
+        key = _events_key(path, opts, found)
     if key is not None:
         # written while the profile is scored (scoring adds columns to no table of it)
         write_profile(key, profile, background=True)
