@@ -147,13 +147,21 @@ def _events_holding(buf: np.ndarray, ends: np.ndarray, stat_ids: list[int]) -> n
     field 1 first), so an event without those bytes cannot hold it: a cheap superset that the full
     decode then checks.
     """
-    hits = np.zeros(len(buf), dtype=bool)
-    for stat_id in stat_ids:
-        pattern = b"\x08" + encode_varint(stat_id)
-        match = buf[: len(buf) - len(pattern) + 1] == pattern[0]
-        for shift, byte in enumerate(pattern[1:], start=1):
-            match &= buf[shift : len(buf) - len(pattern) + 1 + shift] == byte
-        hits[: len(match)] |= match
+    if stat_ids and all(0 <= stat_id < 0x80 for stat_id in stat_ids):
+        # one-byte ids (the usual case): any of them after a 0x08, in one pass per id
+        second = buf[1:]
+        hits = second == stat_ids[0]
+        for stat_id in stat_ids[1:]:
+            hits |= second == stat_id
+        hits &= buf[:-1] == 0x08
+    else:
+        hits = np.zeros(len(buf), dtype=bool)
+        for stat_id in stat_ids:
+            pattern = b"\x08" + encode_varint(stat_id)
+            match = buf[: len(buf) - len(pattern) + 1] == pattern[0]
+            for shift, byte in enumerate(pattern[1:], start=1):
+                match &= buf[shift : len(buf) - len(pattern) + 1 + shift] == byte
+            hits[: len(match)] |= match
     holding = np.zeros(len(ends) + 1, dtype=bool)
     holding[np.searchsorted(ends, np.flatnonzero(hits), side="right")] = True
     return np.flatnonzero(holding[: len(ends)])
