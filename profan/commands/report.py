@@ -100,9 +100,10 @@ def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
 
 def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = False) -> str:  # type: ignore[no-untyped-def]
     if fmt == "json":
-        import json  # not on the way to a text found in the cache
+        import msgspec  # (json.dumps with an indent is pure Python: 10x slower)
 
-        return json.dumps(report.to_dict(), indent=1) + "\n"
+        data = msgspec.json.encode(report.to_dict())
+        return msgspec.json.format(data, indent=1).decode("utf-8") + "\n"
     if fmt == "term":
         from profan.report import terminal
 
