@@ -414,7 +414,14 @@ def _key_of(
 ) -> Key:
     if look_up:
         return cache_key(inputs, chip, config, page)
-    return lambda: cache_key(inputs, chip, config, page)
+    taken: list[str | None] = []  # taken once (a file changed in the last 2 s is hashed anew)
+
+    def key() -> str | None:
+        if not taken:
+            taken.append(cache_key(inputs, chip, config, page))
+        return taken[0]
+
+    return key
 
 
 def _taken(key: Key) -> str | None:
