@@ -364,6 +364,25 @@ def test_least_recently_used_entries_go_first(cache: Path, monkeypatch: pytest.M
     assert not stale.exists()
 
 
+def test_a_command_evicts_once_at_its_end(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within ``writing_behind`` (a command) the writes do not each list the store: it is
+    evicted once, when the scope ends, and then holds the bound."""
+    blob = b"x" * 10_000
+    monkeypatch.setenv(store.MAX_BYTES_ENV, "25k")
+    scans: list[int] = []
+    evict = store.evict
+    monkeypatch.setattr(store, "evict", lambda bound: scans.append(bound) or evict(bound))
+    with store.writing_behind():
+        for name in ("a", "b", "c", "d"):
+            assert store.write_entry("reports", name, {}, [blob], background=name != "a")
+        store.finish_writes()
+        assert scans == [] and len(_entries(cache, "reports")) == 4  # over the bound meanwhile
+    assert len(scans) == 1
+    assert sum(e.stat().st_size for e in _entries(cache, "reports")) <= 25_000
+    assert store.write_entry("reports", "e", {}, [blob])  # outside a scope: at once
+    assert len(scans) == 2
+
+
 @pytest.mark.parametrize(
     ("text", "size"), [("2G", 2 * 2**30), ("500M", 500 * 2**20), ("1.5KiB", 1536), ("42", 42)]
 )

@@ -191,13 +191,17 @@ def _aligned(offset: int) -> int:
 # Entries being written in the background, by (kind, key): reading one waits for it.
 _PENDING: dict[tuple[str, str], threading.Thread] = {}
 _BEHIND = [0]  # depth of ``writing_behind`` scopes: background writes are allowed within one
+# The bound of the last write within a scope, whose eviction waits for the scope's end: a command
+# writes several entries, and each eviction lists and stats every file of the store.
+_EVICT_AT_END: list[int] = []
 
 
 @contextlib.contextmanager
 def writing_behind() -> Iterator[None]:
     """Within: ``write_entry(background=True)`` writes in the background; on the way out of
-    the outermost scope every such write is waited for.  Outside any scope it writes at once
-    (a library caller never returns with a thread of profan's still writing)."""
+    the outermost scope every such write is waited for, and the store evicted once (not after
+    each write).  Outside any scope it writes at once and evicts after each write (a library
+    caller never returns with a thread of profan's still writing)."""
     _BEHIND[0] += 1
     try:
         yield
@@ -205,6 +209,9 @@ def writing_behind() -> Iterator[None]:
         _BEHIND[0] -= 1
         if not _BEHIND[0]:
             finish_writes()
+            if _EVICT_AT_END:
+                evict(_EVICT_AT_END.pop())
+                _EVICT_AT_END.clear()
 
 
 def write_entry(
@@ -267,7 +274,10 @@ def _store(path: Path, encoded: tuple[int, list[Any]], bound: int) -> bool:
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
-    evict(bound)
+    if _BEHIND[0]:
+        _EVICT_AT_END.append(bound)  # once, at the scope's end (``writing_behind``)
+    else:
+        evict(bound)
     return True
 
 
