@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from profan.arrays import distinct
+from profan.arrays import among, distinct
 from profan.errors import TraceError
 from profan.trace.space import line_events
 from profan.trace.wire import (
@@ -24,7 +24,6 @@ from profan.trace.wire import (
     KIND_UINT,
     EventArrays,
     WireError,
-    among,
     decode_events,
 )
 

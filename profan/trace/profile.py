@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from profan.arrays import distinct
+from profan.arrays import TABLE_LIMIT, distinct
 from profan.hlo.model import Instruction, Module
 from profan.trace.hosts import HostsAnalysis
 
@@ -39,10 +39,6 @@ OP_COLUMNS: tuple[str, ...] = tuple(OP_DTYPES)[: list(OP_DTYPES).index("matched"
 OP_IDENTITY = ("module", "module_key", "op_name")
 
 
-# Combined codes up to this many are grouped by counting (a table of this size), not hashing.
-_COUNTED_GROUPS = 1 << 20
-
-
 def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The group of each row of ``frame`` (rows alike in ``columns``, a missing value being a
     value of its own), numbered in order of first appearance as ``groupby(columns, sort=False,
@@ -62,7 +58,7 @@ def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray,
             size = len(uniques)
         combined *= size
         combined += codes
-    if not len(combined) or int(combined.max()) > _COUNTED_GROUPS:
+    if not len(combined) or int(combined.max()) > TABLE_LIMIT:
         group_of = pd.factorize(combined)[0].astype(np.int64, copy=False)
         # Groups are numbered as they first appear: a row starts its group where the running
         # maximum of the numbers grows.
@@ -70,7 +66,8 @@ def row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray,
         first = np.ones(len(group_of), dtype=bool)
         first[1:] = running[1:] > running[:-1]
         return group_of, np.flatnonzero(first)
-    # Few possible groups (the usual case): counted, then numbered by their first rows.
+    # Few possible groups (the usual case): counted into a table, then numbered by their
+    # first rows.
     _, sorted_group = distinct(combined)
     first_row = np.full(int(sorted_group.max()) + 1, len(combined), dtype=np.int64)
     np.minimum.at(first_row, sorted_group, np.arange(len(combined)))

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from profan.arrays import among
+
 # Value kinds of a decoded stat.
 KIND_NONE = 0
 KIND_DOUBLE = 2
@@ -84,20 +86,6 @@ class EventArrays:
     def stat_text(self, index: int) -> bytes:
         start = int(self.stat_int[index])
         return self.buffer[start : start + int(self.stat_len[index])]
-
-
-def among(values: np.ndarray, ids: np.ndarray | list[int]) -> np.ndarray:
-    """``np.isin(values, ids)`` for a few small non-negative ids (stat metadata ids), by a
-    lookup table: one gather instead of a sort."""
-    ids = np.asarray(ids, dtype=np.int64)
-    if not ids.size:
-        return np.zeros(len(values), dtype=bool)
-    top = int(ids.max())
-    if ids.min() < 0 or top > 1 << 20:
-        return np.isin(values, ids)
-    table = np.zeros(top + 2, dtype=bool)
-    table[ids] = True
-    return table[np.clip(values, -1, top + 1)]
 
 
 def _read_varint(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
