@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -414,14 +415,8 @@ def _key_of(
 ) -> Key:
     if look_up:
         return cache_key(inputs, chip, config, page)
-    taken: list[str | None] = []  # taken once (a file changed in the last 2 s is hashed anew)
-
-    def key() -> str | None:
-        if not taken:
-            taken.append(cache_key(inputs, chip, config, page))
-        return taken[0]
-
-    return key
+    # taken once (a file changed in the last 2 s is not recorded, and would be hashed anew)
+    return cache(partial(cache_key, inputs, chip, config, page))
 
 
 def _taken(key: Key) -> str | None:

@@ -138,15 +138,19 @@ def _busy(starts: np.ndarray, ends: np.ndarray) -> float:
     return covered
 
 
+def _step_groups(step: np.ndarray, codes: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (step, code) groups as ``step * width + code``, sorted, and each execution's group
+    (int32): steps and codes are few, so counted, not hashed (``profan.arrays.distinct``)."""
+    key = step * width
+    key += codes
+    return distinct(key)
+
+
 def _device_ideals(frame: _Executions) -> pd.DataFrame:
     """Per (step, device): span, ideal and a note where its ops overlap in time."""
     codes = frame.device.codes
     width = int(codes.max()) + 1 if len(codes) else 1
-    # (step, device) groups, sorted, and each execution's (steps and devices are few: counted)
-    key = frame.step * width
-    key += codes
-    groups, which = distinct(key)
-    del key
+    groups, which = _step_groups(frame.step, codes, width)
     size = len(groups)
     start = np.full(size, np.inf)
     end = np.full(size, -np.inf)
@@ -204,11 +208,8 @@ def _time_by_bound(frame: _Executions) -> dict[str, dict[int, float]]:
     every bound of ``frame.bound``'s categories (0.0 where a step has none of it)."""
     bounds = frame.bound
     width = len(bounds.categories)
-    key = frame.step * width
-    key += bounds.codes
-    groups, which = distinct(key)  # (few groups: counted, and grouped by their codes below)
-    del key
-    groups_of_rows = pd.Categorical.from_codes(which, categories=groups)
+    groups, which = _step_groups(frame.step, bounds.codes, width)
+    groups_of_rows = pd.Categorical.from_codes(which, categories=groups)  # grouped by codes
     sums = pd.Series(frame["duration_s"], copy=False).groupby(groups_of_rows, observed=True).sum()
     steps = pd.unique(frame.step)
     found = dict(zip(sums.index.tolist(), sums.tolist(), strict=True))
