@@ -191,9 +191,9 @@ def _aligned(offset: int) -> int:
 # Entries being written in the background, by (kind, key): reading one waits for it.
 _PENDING: dict[tuple[str, str], threading.Thread] = {}
 _BEHIND = [0]  # depth of ``writing_behind`` scopes: background writes are allowed within one
-# The bound of the last write within a scope, whose eviction waits for the scope's end: a command
-# writes several entries, and each eviction lists and stats every file of the store.
-_EVICT_AT_END: list[int] = []
+# Whether a write within a scope left the eviction to the scope's end: a command writes several
+# entries, and each eviction lists and stats every file of the store.
+_EVICTION_DUE = [False]
 
 
 @contextlib.contextmanager
@@ -209,9 +209,9 @@ def writing_behind() -> Iterator[None]:
         _BEHIND[0] -= 1
         if not _BEHIND[0]:
             finish_writes()
-            if _EVICT_AT_END:
-                evict(_EVICT_AT_END.pop())
-                _EVICT_AT_END.clear()
+            if _EVICTION_DUE[0]:
+                _EVICTION_DUE[0] = False
+                evict(_bound_or_none())
 
 
 def write_entry(
@@ -275,7 +275,7 @@ def _store(path: Path, encoded: tuple[int, list[Any]], bound: int) -> bool:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
     if _BEHIND[0]:
-        _EVICT_AT_END.append(bound)  # once, at the scope's end (``writing_behind``)
+        _EVICTION_DUE[0] = True  # once, at the scope's end (``writing_behind``)
     else:
         evict(bound)
     return True
