@@ -4,6 +4,7 @@ a pickle) as a miss: never code, never a traceback."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -161,6 +162,28 @@ def test_module_codec_round_trips_a_large_module(corpus_dir: Path) -> None:
     assert again == module and not again.has_memos()
     with pytest.raises(msgspec.ValidationError):
         decode_module(msgspec.msgpack.encode({"name": 3}))
+
+
+@pytest.mark.parametrize("owner", ["module", "computation", "instruction"])
+def test_every_memo_of_the_model_counts_as_set(fixtures_dir: Path, owner: str) -> None:
+    """``Module.has_memos`` names the memo fields one by one (a module is encoded by msgspec
+    itself, memo fields and all, only while none is set): each private field of the model, set
+    away from its default, must count, so a memo added later without it fails here."""
+    module = parse_file(next((fixtures_dir / "mlp" / "hlo").glob("*after_optimizations.txt")))
+    assert not module.has_memos()
+    target = {
+        "module": module,
+        "computation": module.entry,
+        "instruction": module.entry.root,
+    }[owner]
+    private = [f for f in dataclasses.fields(target) if f.name.startswith("_")]
+    assert private
+    for item in private:
+        default = getattr(target, item.name)
+        setattr(target, item.name, object())  # set: equal to no default
+        assert module.has_memos(), item.name
+        setattr(target, item.name, default)
+        assert not module.has_memos(), item.name
 
 
 def test_hlo_caches_reuse_entries_and_miss_on_damage(
