@@ -8,6 +8,8 @@ Both pairs are checked: the H100 recording and the H200 one (``*_h200``).
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 
@@ -15,8 +17,11 @@ import pandas as pd
 import pytest
 
 import profan
-from profan.trace.command_buffers import COMMAND_BUFFER, kernel_name
-from tests.conftest import GPU_CHIPS
+from profan.hlo import parse_module
+from profan.report.build import build_report
+from profan.report.pipeline import analyse
+from profan.trace.command_buffers import COMMAND_BUFFER, attribute, kernel_name
+from tests.conftest import GPU_CHIPS, gpu_fixtures
 
 
 @pytest.fixture(autouse=True)
@@ -105,3 +110,122 @@ def test_kernel_names_follow_xla_sanitizing() -> None:
     assert kernel_name("loop_add_fusion.5") == "loop_add_fusion_5"
     assert kernel_name("wrapped_concatenate") == "wrapped_concatenate"
     assert kernel_name("fusion-start.1") == "fusion_start_1"
+
+
+# ------------------------------------------------ kernels named like several instructions
+
+# Opcodes that launch no kernel (written out here, not taken from profan): a view, a tuple, an
+# element of one, a parameter or constant, a token, an id, or control flow whose body's kernels
+# carry their own names.
+_NO_KERNEL = {
+    "get-tuple-element", "bitcast", "tuple", "parameter", "constant", "after-all",
+    "add-dependency", "opt-barrier", "domain", "while", "call", "conditional",
+}  # fmt: skip
+_GPU_GROUPS = [
+    name
+    for group in ("gpu_kernels", "gpu_transformer", "gpu_transformer_nocb")
+    for name in gpu_fixtures(group)
+]
+
+
+def _raw_kernels(trace: Path, name: str) -> list[float]:
+    """Durations (us) of the device events called ``name``, read from the run's trace-viewer
+    JSON (written by the same profiler session as its ``.xplane.pb``)."""
+    (path,) = trace.glob("plugins/profile/*/*.trace.json.gz")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    devices = {
+        e["pid"]
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and e["args"]["name"].startswith("/device:GPU")
+    }
+    return [
+        e["dur"] for e in events if e.get("ph") == "X" and e["pid"] in devices and e["name"] == name
+    ]
+
+
+@pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
+def test_a_kernel_goes_to_its_fusion_not_to_a_tuple_element_of_that_name(
+    fixtures_dir: Path, name: str
+) -> None:
+    """The HLO dump writes the third element of ``loop_broadcast_fusion``'s tuple as the operand
+    ``%loop_broadcast_fusion#1``: sanitized, the get-tuple-element behind it has the name of the
+    kernel ``loop_broadcast_fusion_1`` of the fusion ``loop_broadcast_fusion.1``."""
+    trace = fixtures_dir / name / "trace"
+    hlo = fixtures_dir / name / "hlo"
+    profile = profan.load(trace, hlo=hlo)
+    ops = profile.ops[profile.ops["matched"]]
+    module = next(iter(profile.modules.values()))
+    element = next(i for c in module.computations for i in c if i.name == "loop_broadcast_fusion#1")
+    assert element.opcode == "get-tuple-element"  # the collision is in the dump
+    raw = _raw_kernels(trace, "loop_broadcast_fusion_1")
+    assert len(raw) == 3  # one per step
+    fusion = ops[ops["op_name"] == "loop_broadcast_fusion.1"]
+    assert int(fusion["kernel_count"].sum()) == len(raw)
+    assert fusion["duration_s"].sum() == pytest.approx(sum(raw) * 1e-6, rel=1e-6)
+    opcodes = {
+        profile.instruction(key, op).opcode
+        for key, op in ops[["module_key", "op_name"]].drop_duplicates().itertuples(index=False)
+    }
+    assert "get-tuple-element" not in opcodes
+    (decision,) = [n for n in profile.notes if "loop_broadcast_fusion_1" in n]
+    assert "joined to loop_broadcast_fusion.1" in decision and "launches no kernel" in decision
+    # ... and the report: the fusion's row, no cost-unknown finding on a get-tuple-element
+    report = build_report(analyse(trace, hlo=str(hlo)))
+    rows = [op for op in report.ops if op.name == "loop_broadcast_fusion.1"]
+    assert [op.occurrences for op in rows] == [3]
+    assert not [op for op in report.ops if op.opcode == "get-tuple-element"]
+    assert not [f for f in report.findings if f.rule == "cost-unknown"]
+
+
+@pytest.mark.parametrize("hlo", [False, True], ids=["embedded", "dump"])
+@pytest.mark.parametrize("name", _GPU_GROUPS)
+def test_no_kernel_is_joined_to_an_instruction_that_launches_none(
+    fixtures_dir: Path, name: str, hlo: bool
+) -> None:
+    """Every GPU fixture, with its embedded HloProto and with its HLO dump (whose ``%x#N``
+    operands add get-tuple-elements named like kernels)."""
+    trace = fixtures_dir / name / "trace"
+    profile = profan.load(trace, hlo=fixtures_dir / name / "hlo" if hlo else None)
+    ops = profile.ops[profile.ops["matched"]]
+    pairs = ops[["module_key", "op_name"]].drop_duplicates().itertuples(index=False)
+    joined_to = {op: profile.instruction(key, op).opcode for key, op in pairs}
+    assert len(joined_to) > 5
+    assert not {op: code for op, code in joined_to.items() if code in _NO_KERNEL}
+
+
+_SYNTHETIC_TWO_NAMESAKES = """\
+HloModule synthetic_two_namesakes
+
+%fused_a (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %n = f32[8]{0} negate(%p)
+}
+
+%fused_b (q: f32[8]) -> f32[8] {
+  %q = f32[8]{0} parameter(0)
+  ROOT %e = f32[8]{0} exponential(%q)
+}
+
+ENTRY %main (x: f32[8]) -> (f32[8], f32[8]) {
+  %x = f32[8]{0} parameter(0)
+  %loop_fusion_1 = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused_b
+  %loop_fusion.1 = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused_a
+  ROOT %t = (f32[8]{0}, f32[8]{0}) tuple(%loop_fusion.1, %loop_fusion_1)
+}
+"""
+
+
+def test_synthetic_two_fusions_of_one_sanitized_name_the_unchanged_name_wins() -> None:
+    """A corner case no fixture has: two kernel-launching instructions, ``loop_fusion.1`` and
+    ``loop_fusion_1``, sanitize to one kernel name; the kernel goes to the instruction whose
+    name it is unchanged, and the rule is told."""
+    module = parse_module(_SYNTHETIC_TWO_NAMESAKES)
+    kernels, buffers = ["loop_fusion_1"], ["command_buffer_0"]
+    assert attribute(kernels, buffers, [None], module) == ["loop_fusion_1"]
+    decisions: list[str] = []
+    attribute(kernels, buffers, [None], module, decisions)
+    (decision,) = decisions
+    assert "loop_fusion_1 (fusion), loop_fusion.1 (fusion)" in decision
+    assert "loop_fusion_1 is the kernel's name unchanged" in decision

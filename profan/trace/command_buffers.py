@@ -18,7 +18,13 @@ runs, else the entry computation and what it calls), in three passes:
 
 1. **by name**: the instruction whose sanitized name is the kernel's.  A kernel shared by
    identical fusions (same opcode, shapes and fused computation) is handed to them in schedule
-   order, one after the other, as the graph runs them;
+   order, one after the other, as the graph runs them.  Sanitizing can give two instructions
+   one name (``loop_broadcast_fusion.1`` and ``loop_broadcast_fusion#1``, the get-tuple-element
+   a newer HLO dump writes as an operand): an instruction that launches nothing
+   (``LAUNCHES_NO_KERNEL``: get-tuple-element, bitcast, tuple, parameter, control flow…) is
+   never a kernel's namesake, nor one this buffer does not run; of several left, the one whose
+   name is the kernel's unchanged wins, else the first in module order.  Each such choice is
+   told (``attribute(decisions=)``; a note of the profile);
 2. **by position**: a library kernel goes to the library instruction of its kind (cuBLAS gemm
    custom call, cuDNN custom call, copy or slicing fusion for memcpy) scheduled between the
    instructions of the named kernels around it; memsets go with the kernel that follows them;
@@ -29,9 +35,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from profan.hlo.model import Computation, Instruction, Module
+from profan.hlo.opcodes import BOOKKEEPING_OPCODES, CONTROL_FLOW_OPCODES
 from profan.hlo.views import called_computations
 
 COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
@@ -40,6 +48,9 @@ UNATTRIBUTED_NAME = re.compile(r"^command_buffer_\d+/")
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
 _CONTROL_FLOW = ("while", "call", "conditional", "async-start")
 UNATTRIBUTED = "kernel inside a command buffer (CUDA graph) not attributable to an instruction"
+# Instructions that launch no kernel of their own: views, tuples, tokens, ids, and control flow
+# (the kernels of its body carry their own names).
+LAUNCHES_NO_KERNEL = BOOKKEEPING_OPCODES | CONTROL_FLOW_OPCODES
 
 
 def kernel_name(instruction_name: str) -> str:
@@ -88,6 +99,8 @@ class _Scope:
     position: dict[str, int] = field(default_factory=dict)
     # kernel name -> its namesake and the identical fusions (schedule order)
     by_kernel: dict[str, list[Instruction]] = field(default_factory=dict)
+    # kernel name -> why its namesake was chosen among several instructions of that name
+    decisions: dict[str, str] = field(default_factory=dict)
 
 
 def _fingerprint(instruction: Instruction, module: Module) -> tuple:
@@ -126,22 +139,72 @@ def _scope(module: Module, roots: list[Computation], descend: bool = True) -> _S
 
     for root in roots:
         visit(root)
+    prints: dict[str, tuple] = {}
+
+    def fingerprint(instruction: Instruction) -> tuple:
+        if instruction.name not in prints:
+            prints[instruction.name] = _fingerprint(instruction, module)
+        return prints[instruction.name]
+
     groups: dict[tuple, list[Instruction]] = defaultdict(list)
     for instruction in scope.order:
         if instruction.opcode == "fusion":
-            groups[_fingerprint(instruction, module)].append(instruction)
+            groups[fingerprint(instruction)].append(instruction)
     # A kernel is named after one fusion anywhere in the module (XLA compiles each distinct
     # fusion once); identical fusions in this scope run it too.
+    namesakes: dict[str, list[Instruction]] = defaultdict(list)
     for computation in module.computations:
         for instruction in computation.instructions:
-            kernel = kernel_name(instruction.name)
-            if instruction.opcode == "fusion":
-                members = groups.get(_fingerprint(instruction, module))
-                if members:
-                    scope.by_kernel[kernel] = members
-            elif instruction.name in scope.position:
-                scope.by_kernel[kernel] = [instruction]
+            if instruction.opcode == "fusion" or instruction.name in scope.position:
+                namesakes[kernel_name(instruction.name)].append(instruction)
+
+    def runs_here(instruction: Instruction) -> list[Instruction]:
+        if instruction.opcode == "fusion":
+            return groups.get(fingerprint(instruction), [])
+        return [instruction] if instruction.name in scope.position else []
+
+    for kernel, named in namesakes.items():
+        chosen, decision = _namesake(kernel, named, runs_here)
+        if chosen is not None:
+            scope.by_kernel[kernel] = runs_here(chosen)
+        if decision is not None:
+            scope.decisions[kernel] = decision
     return scope
+
+
+def _namesake(
+    kernel: str,
+    named: list[Instruction],
+    runs_here: Callable[[Instruction], list[Instruction]],
+) -> tuple[Instruction | None, str | None]:
+    """The instruction a kernel called ``kernel`` was made for, among ``named`` (every
+    instruction of that sanitized name, module order), and the rule that chose it when there
+    were several (None when there was one)."""
+    launching = [i for i in named if i.opcode not in LAUNCHES_NO_KERNEL]
+    here = [i for i in launching if runs_here(i)]
+    if not here:
+        return None, None
+    if len(named) == 1:
+        return here[0], None
+    exact = [i for i in here if i.name == kernel]
+    chosen = (exact or here)[0]
+    launches = {i.name for i in launching}
+    runs = {i.name for i in here}
+    reasons = [f"{i.name} ({i.opcode}) launches no kernel" for i in named if i.name not in launches]
+    reasons += [
+        f"{i.name} does not run in this command buffer" for i in launching if i.name not in runs
+    ]
+    if len(here) > 1:
+        reasons.append(
+            f"{chosen.name} is the kernel's name unchanged"
+            if exact
+            else f"{chosen.name} comes first in the module"
+        )
+    listed = ", ".join(f"{i.name} ({i.opcode})" for i in named)
+    return chosen, (
+        f"kernel {kernel} is the sanitized name of {listed}: joined to {chosen.name} "
+        f"({'; '.join(reasons)})"
+    )
 
 
 def _roots(module: Module, around: str | None) -> list[Computation]:
@@ -158,11 +221,14 @@ def attribute(
     buffers: list[str],
     around: list[str | None],
     module: Module,
+    decisions: list[str] | None = None,
 ) -> list[str | None]:
     """The instruction each kernel (in start order, on one device) ran for, or None.
 
     ``kernels``: kernel names; ``buffers``: their ``hlo_op`` (the command buffer's name);
-    ``around``: the name of the instruction their ``unique_hlo_op_id`` names, if any.
+    ``around``: the name of the instruction their ``unique_hlo_op_id`` names, if any;
+    ``decisions``: given, each rule that chose among instructions of one sanitized name, for a
+    kernel that ran, is appended to it once.
     """
     out: list[str | None] = [None] * len(kernels)
     scopes: dict[str | None, _Scope] = {}
@@ -180,6 +246,11 @@ def attribute(
             # top-level thunks of the entry (a loop run as a graph is a buffer of its own).
             scopes[key] = _scope(module, _roots(module, key), descend=key is not None)
         scope = scopes[key]
+        if decisions is not None and scope.decisions:
+            for kernel in dict.fromkeys(kernels[begin:end]):
+                decision = scope.decisions.get(kernel)
+                if decision is not None and decision not in decisions:
+                    decisions.append(decision)
         _by_name(kernels, begin, end, scope, out)
         _by_position(kernels, begin, end, scope, out)
     return out

@@ -436,6 +436,7 @@ def _attribute_graph_kernels(
     columns = {name: np.concatenate(parts) for name, parts in host.graph_kernels.items()}
     host.graph_kernels = {}
     ids: dict[int, dict[int, str]] = {}
+    decisions: list[str] = []  # kernels named like several instructions: which one, and why
     resolved = np.full(len(columns["start"]), None, dtype=object)
     groups = pd.DataFrame(
         {"device": columns["device"], "program": columns["program"], "module": columns["module"]}
@@ -449,7 +450,11 @@ def _attribute_graph_kernels(
         by_id = ids.get(int(program), {})
         around = [by_id.get(int(u)) if u != NA_INT else None for u in columns["around"][rows]]
         resolved[rows] = attribute(
-            list(columns["kernel"][rows]), list(columns["name"][rows]), around, modules[key]
+            list(columns["kernel"][rows]),
+            list(columns["name"][rows]),
+            around,
+            modules[key],
+            decisions,
         )
     missing = np.array([r is None for r in resolved], dtype=bool)
     names = resolved.copy()
@@ -463,6 +468,7 @@ def _attribute_graph_kernels(
         f"{total - int(missing.sum())} attributed to their instructions by kernel name and "
         "position (see profan.trace.command_buffers)"
     )
+    notes.extend(f"{host.host}: {decision}" for decision in decisions)
     columns["name"] = names
     parts = []
     for device in np.unique(columns["device"]):
