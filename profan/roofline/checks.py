@@ -1,10 +1,13 @@
 """Op executions measured faster than their roofline, counted per op and explained in words.
 
 A roofline is a lower bound: an execution shorter than its op's ideal time means the model
-charged work the hardware did not do (data still in on-chip cache, an async span that covers
-other transfers) or the trace recorded the execution shorter than it ran (zero-length or split
-events).  Such ops keep their figures, and ``Score.ops`` says how many executions beat the
-model (``faster_executions``) and why (``note``), so no number above 100% goes unexplained.
+charged work the hardware did not do (data still in on-chip cache, a link faster than the chip's
+figure) or the trace recorded the execution shorter than it ran (zero-length or split events).
+An async ``-done`` event is only the exposed wait for its transfer, never the transfer: its
+executions here are its start-to-done spans (``spans.span_rows``), and a done without spans
+has none (a wait shorter than the transfer's ideal is no contradiction).  Such ops keep their
+figures, and ``Score.ops`` says how many executions beat the model (``faster_executions``) and
+why (``note``), so no number above 100% goes unexplained.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from profan.chips import Chip
+from profan.roofline.spans import span_rows
 from profan.units import seconds
 
 if TYPE_CHECKING:
@@ -25,9 +29,13 @@ _TOLERANCE = 1e-9  # relative: an execution as long as its ideal is not faster
 
 def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
     if async_role == "done":
+        if shortest_s <= 0:
+            return "the trace's async line recorded zero-length spans for it"
         return (
-            "its start-to-done spans come from the trace's async line, which may cover other "
-            "devices' transfers or only part of them"
+            f"its {bound} link moved the bytes faster than the chip's figure for that link "
+            "(`profan chips` says where the figure comes from), the transfer moved fewer "
+            "bytes than its shape holds, or the async line recorded a span shorter than its "
+            "transfer ran (events cut short)"
         )
     if shortest_s <= 0:
         return "the trace recorded zero-length events for it (truncated or split events)"
@@ -56,14 +64,22 @@ def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
 def explain_faster_executions(
     profile: Profile, per_op: pd.DataFrame, chip: Chip, rows: np.ndarray
 ) -> pd.DataFrame:
-    """``per_op`` with ``faster_executions`` (executions shorter than the op's ideal time) and a
-    ``note`` in words for every op that has them or beats its roofline in total.  ``rows``: each
+    """``per_op`` with ``faster_executions`` (executions shorter than the op's ideal time; for
+    an async done, its start-to-done spans shorter than its transfer's ideal) and a ``note`` in
+    words for every op that has them or beats its roofline in total.  ``rows``: each
     execution's row in ``per_op`` (``spans.event_rows``)."""
     occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1)
     ideal = (per_op["roofline_s"] / occurrences).to_numpy(dtype=float)
-    known = rows >= 0
+    is_done = np.append(per_op["async_role"].eq("done").fillna(False).to_numpy(dtype=bool), False)
+    known = (rows >= 0) & ~is_done[rows]  # a done's event is its wait, not its transfer
     duration = profile.ops["duration_s"].to_numpy(dtype=float)[known]
     which = rows[known]
+    spans_at = span_rows(profile, per_op)
+    if spans_at.size and profile.async_ops is not None:
+        spanned = spans_at >= 0
+        span_durations = profile.async_ops["duration_s"].to_numpy(dtype=float)[spanned]
+        duration = np.concatenate([duration, span_durations])
+        which = np.concatenate([which, spans_at[spanned]])
     faster = ideal[which] > duration * (1 + _TOLERANCE)
     counts = np.bincount(which[faster], minlength=len(per_op))
     shortest = np.full(len(per_op), np.inf)
@@ -86,7 +102,17 @@ def explain_faster_executions(
             float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
         )
         why = _why(row.bound_by, row.async_role, shortest, chip)
-        if beaten:
+        if row.async_role == "done" and beaten:
+            head = (
+                f"its start-to-done spans are shorter than its transfers' ideal ({efficiency:.0%} "
+                "of the ideal time)"
+            )
+        elif row.async_role == "done":
+            head = (
+                f"{int(hit['size'])} of {row.async_span_n} start-to-done spans shorter than its "
+                f"transfer's ideal (shortest {seconds(shortest)}, ideal {seconds(per_execution)})"
+            )
+        elif beaten:
             head = f"measured faster than its roofline ({efficiency:.0%} of the ideal time)"
         else:
             head = (

@@ -106,6 +106,34 @@ def spans_of_done(
     return found
 
 
+def span_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
+    """For each row of ``profile.async_ops`` (one transfer's start-to-done span), the position
+    in ``per_op`` of the ``-done`` it belongs to (``-1`` where none): a span named after the
+    done, else after the ``-start`` a done waits on, as ``spans_of_done`` finds them."""
+    spans = profile.async_ops
+    if spans is None or not len(spans):
+        return np.zeros(0, dtype=np.int64)
+    dones = [
+        (row, key, str(name))
+        for row, (key, name, role) in enumerate(
+            zip(key_column(per_op["module_key"]), per_op["name"], per_op["async_role"], strict=True)
+        )
+        if role == "done"
+    ]
+    row_of: dict[tuple[str, str], int] = {}
+    for row, key, name in dones:  # a done's own name first, as spans_of_done looks it up
+        row_of.setdefault((key, name), row)
+    for row, key, name in dones:
+        instruction = profile.instruction(key, name) if key else None
+        if instruction is not None and instruction.operands:
+            row_of.setdefault((key, instruction.operands[0].name), row)
+    found = [
+        row_of.get((key, str(name)), -1)
+        for key, name in zip(key_column(spans["module_key"]), spans["op_name"], strict=True)
+    ]
+    return np.asarray(found, dtype=np.int64)
+
+
 def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
     """For each row of ``profile.ops`` (an op execution), the position of its op's row in
     ``per_op`` (``-1`` where it has none): one join shared by steps, checks and the timeline."""
