@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,18 +53,97 @@ def test_json_carries_span_and_exposed_wait(v6e_analysis, v6e_report) -> None:
     assert _op(again, "copy-done.1").async_span_s == _op(v6e_report, "copy-done.1").async_span_s
 
 
-def test_table_marks_the_wait_and_shows_the_span(v6e_report) -> None:
+def _dones(report: Report) -> list:
+    dones = [op for op in report.ops if op.exposed_wait_s is not None]
+    assert len(dones) == 6
+    return dones
+
+
+def test_json_states_the_transfer_and_its_wait_apart(v6e_analysis, v6e_report) -> None:
+    data = json.loads(json.dumps(v6e_report.to_dict()))
+    spans = v6e_analysis.profile.async_ops
+    for op in data["ops"]:
+        if op["exposed_wait_s"] is None:
+            assert op["async_span_ideal_s"] is None
+            continue
+        mine = spans[spans["op_name"] == op["name"]]["duration_s"]
+        ideal = op["roofline_s"] / op["occurrences"] * len(mine)
+        assert op["async_span_ideal_s"] == pytest.approx(ideal, rel=1e-12)
+        # one verdict: the transfers' ideal against their spans, never above 100%
+        assert op["efficiency"] == pytest.approx(ideal / float(mine.sum()), rel=1e-9)
+        assert op["async_span_ideal_s"] <= op["async_span_s"]
+        assert op["exposed_wait_s"] == op["measured_s"]
+    # reports written before the field read back with it, from the figures they carry
+    for op in data["ops"]:
+        op.pop("async_span_ideal_s")
+    again = Report.from_dict(data)
+    for op in _dones(again):
+        assert op.async_span_ideal_s == pytest.approx(
+            _op(v6e_report, op.name).async_span_ideal_s, rel=1e-12
+        )
+
+
+def test_every_format_says_the_same_of_each_transfer(v6e_analysis, v6e_report) -> None:
+    from profan.report import annotate, html, markdown
+
+    text = render(v6e_report, top=20, width=200).splitlines()
+    md = markdown.render(v6e_report, top=20).splitlines()
+    page = html.render(v6e_report, top=20)
+    data = json.loads(page.split("id='profan-data'>", 1)[1].split("</script>", 1)[0])
+    labels = [entry["label"] for entry in data["report"]["ops"]]
+    annotated = annotate.render(v6e_report, v6e_analysis.profile).splitlines()
+    for op in _dones(v6e_report):
+        span, ideal = seconds(op.async_span_s), seconds(op.async_span_ideal_s)
+        wait, eff = seconds(op.exposed_wait_s), f"{op.efficiency:.0%}"
+        # terminal: measured is the span, ideal the same transfers', then eff, then the wait
+        at = next(i for i, line in enumerate(text) if line.startswith(op.label + " "))
+        cells = [span, ideal, "host", eff, wait]  # with the % column between the first two
+        pattern = r"span {}\s+\S+\s+{}\s+{}\s+{}\s+{}\s".format(*map(re.escape, cells))
+        assert re.search(pattern, text[at]), text[at]
+        assert text[at + 1].split()[:4] == ["of", "100", "of", "100"]
+        # Markdown: the same cells
+        row = next(line for line in md if line.startswith(f"| `{op.label}` |"))
+        assert f"| span {span}<br>of 100 | {ideal}<br>of 100 | host | " in row
+        assert f" | {wait} | " in row
+        # HTML: the table's cells travel as the page's data, the figures as its report
+        cells_html = data["text"][labels.index(op.label)]
+        assert cells_html["measured"] == [f"span {span}", "of 100"]
+        assert cells_html["ideal"] == [ideal, "of 100"] and cells_html["wait"] == [wait]
+        # annotate: the same words
+        line = next(x for x in annotated if x.lstrip().startswith(f"%{op.name} ="))
+        assert f"measured span {span} of 100 (its transfers, start to done)" in line
+        assert f"ideal {ideal} of 100" in line and f"wait {wait} over 400 executions" in line
+    # the legend says what the cells are, in every format
+    assert "async dones are scored as transfers" in "\n".join(text)
+    assert "Async dones are scored as transfers" in "\n".join(md)
+    assert "Async dones are scored as transfers" in page
+
+
+def test_no_note_reads_a_wait_as_a_transfer(v6e_report) -> None:
     text = render(v6e_report, top=20, width=160)
-    lines = text.splitlines()
-    row = next(i for i, line in enumerate(lines) if line.startswith("copy-done.1 "))
-    op = _op(v6e_report, "copy-done.1")
-    assert " w " in lines[row]  # the measured cell is the wait, marked
-    assert f"span {seconds(op.async_span_s)}/{op.async_span_n}" in lines[row + 1]
-    assert f"{op.efficiency:.0%}" in lines[row]  # no longer "-"
-    assert "w = exposed wait" in text
-    # synchronous rows keep a plain measured cell
-    fusion_row = next(line for line in lines if line.startswith("broadcast_add_fusion "))
-    assert " w " not in fusion_row
+    for op in _dones(v6e_report):
+        assert op.faster_executions is None or op.faster_executions <= op.async_span_n
+        assert "executions measured faster" not in (op.note or "")
+    assert "400 of 400" not in text
+
+
+def test_export_carries_the_transfer_and_the_wait(v6e_analysis, v6e_report) -> None:
+    from profan.export.figures import figures_of, op_args
+
+    figures = figures_of(v6e_analysis, v6e_report)
+    for op in _dones(v6e_report):
+        found = next(f for f in figures.ops if f.name == op.name and f.module == op.module)
+        args = dict(op_args(found))
+        span_us = op.async_span_s / op.async_span_n * 1e6
+        assert args["profan_transfer_span_us"] == pytest.approx(span_us, rel=1e-9)
+        wait_us = op.exposed_wait_s / op.occurrences * 1e6
+        assert args["profan_exposed_wait_us"] == pytest.approx(wait_us, rel=1e-9)
+        # one transfer's ideal over its mean span is the op's efficiency, as the report's
+        assert args["profan_ideal_us"] / span_us == pytest.approx(op.efficiency, rel=1e-9)
+        assert args["profan_op_efficiency"] == pytest.approx(op.efficiency, rel=1e-9)
+    # a synchronous op carries neither
+    fusion = next(f for f in figures.ops if f.name == "broadcast_add_fusion")
+    assert not {"profan_transfer_span_us", "profan_exposed_wait_us"} & set(dict(op_args(fusion)))
 
 
 def test_far_from_roofline_uses_the_span_for_async_ops(
@@ -103,22 +183,6 @@ def _rule_contexts(analysis, monkeypatch: pytest.MonkeyPatch) -> list:
     monkeypatch.undo()
     assert captured
     return captured
-
-
-def test_markdown_and_html_show_the_wait_and_the_span(v6e_report) -> None:
-    from profan.report import html, markdown
-
-    op = _op(v6e_report, "copy-done.1")
-    cell = f"{seconds(op.measured_s)} w<br>span {seconds(op.async_span_s)}/{op.async_span_n}"
-    md_row = next(
-        line for line in markdown.render(v6e_report, top=20).splitlines() if "`copy-done.1`" in line
-    )
-    assert cell in md_row
-    # the page's table cells travel as the page's data (the browser test reads them drawn)
-    page = html.render(v6e_report, top=20)
-    data = json.loads(page.split("id='profan-data'>", 1)[1].split("</script>", 1)[0])
-    index = [entry["label"] for entry in data["report"]["ops"]].index("copy-done.1")
-    assert "<br>".join(data["text"][index]["measured"]) == cell
 
 
 def test_bytes_cell_never_reads_zero_for_an_op_that_moves_bytes(v6e_report) -> None:

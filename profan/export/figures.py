@@ -10,7 +10,6 @@ time over its measured time).  A figure profan does not know is ``None`` and is 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ import pandas as pd
 
 from profan.report.build import Analysis
 from profan.report.model import Report
-from profan.roofline.spans import event_rows
+from profan.roofline.spans import event_rows, span_rows
 
 UNKNOWN = "unknown"
 
@@ -42,6 +41,10 @@ class OpFigures:
     bytes_source: str
     asynchronous: bool  # an async start or done: its measured time is only the wait
     note: str | None  # why an op beat its roofline, how an async op was scored, …
+    # async dones: one transfer's mean start-to-done span (None where the trace records none),
+    # against which ``efficiency`` is ``ideal_s`` over it, and the done's mean exposed wait
+    transfer_span_s: float | None = None
+    exposed_wait_s: float | None = None
 
     @property
     def flag_text(self) -> str:
@@ -94,6 +97,12 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _per(total: object, count: object) -> float | None:
+    """A total over ``count`` executions, per execution (None where either is unknown)."""
+    number, times = _number(total), _number(count)
+    return number / times if number is not None and times else None
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -104,10 +113,9 @@ def span_figures(analysis: Analysis, figures: Figures) -> Figures | None:
     spans = analysis.profile.async_ops
     if spans is None or not len(spans):
         return None
-    as_ops = dataclasses.replace(analysis.profile, ops=spans)  # event_rows reads .ops
     return Figures(
         ops=figures.ops,
-        row_op=event_rows(as_ops, analysis.score.ops),
+        row_op=span_rows(analysis.profile, analysis.score.ops),
         duration_s=spans["duration_s"].to_numpy(dtype=float),
     )
 
@@ -150,6 +158,8 @@ def figures_of(analysis: Analysis, report: Report) -> Figures:
                 bytes_source=bytes_source,
                 asynchronous=_text(record.get("async_role")) is not None,
                 note=_text(record.get("note")),
+                transfer_span_s=_per(record.get("async_span_s"), record.get("async_span_n")),
+                exposed_wait_s=_per(record.get("exposed_wait_s"), occurrences),
             )
         )
     return Figures(
@@ -172,6 +182,12 @@ def op_args(op: OpFigures) -> list[tuple[str, float | str]]:
         ("profan_bound", op.bound),
         ("profan_ideal_us", UNKNOWN if op.ideal_s is None else op.ideal_s * 1e6),
         ("profan_op_efficiency", UNKNOWN if op.efficiency is None else op.efficiency),
+    ]
+    if op.exposed_wait_s is not None:  # an async done: its efficiency is its transfer's
+        span = op.transfer_span_s
+        args.append(("profan_transfer_span_us", UNKNOWN if span is None else span * 1e6))
+        args.append(("profan_exposed_wait_us", op.exposed_wait_s * 1e6))
+    args += [
         ("profan_flags", op.flag_text),
         ("profan_source", op.source or UNKNOWN),
         ("profan_flops", UNKNOWN if op.flops is None else op.flops),

@@ -11,6 +11,7 @@ from profan.hlo.model import Module
 from profan.hlo.printer import module_to_text
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
+from profan.report.terminal import ideal_lines, measured_lines, wait_lines
 
 _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?([A-Za-z0-9_.\-]+)\s*=")
 
@@ -45,13 +46,23 @@ def comment_for(op: OpEntry) -> str:
         "async-start": "issues an async op (scored on its -done)",
         "unknown": "no cost model",
     }.get(op.bound_by, f"{op.bound_by}-bound")
-    parts = [
-        f"measured {seconds(op.measured_s)} over {op.occurrences} executions (all devices)",
-        f"ideal {seconds(op.roofline_s)}",
-        bound,
-    ]
+    if op.exposed_wait_s is None:
+        parts = [
+            f"measured {seconds(op.measured_s)} over {op.occurrences} executions (all devices)",
+            f"ideal {seconds(op.roofline_s)}",
+        ]
+    else:  # an async done: the transfer's verdict (the table's cells), then its wait
+        parts = [
+            f"measured {' '.join(measured_lines(op))} (its transfers, start to done)",
+            f"ideal {' '.join(ideal_lines(op))}",
+        ]
+    parts.append(bound)
     if op.efficiency is not None:
         parts.append(f"eff {percent(op.efficiency)}")
+    if op.exposed_wait_s is not None:
+        parts.append(
+            f"wait {' '.join(wait_lines(op))} over {op.occurrences} executions (all devices)"
+        )
     if op.flags:
         parts.append("FLAGS: " + ",".join(op.flags))
     return "  // profan: " + ", ".join(parts)

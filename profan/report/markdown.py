@@ -16,7 +16,13 @@ from profan.report.format import (
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
-from profan.report.terminal import measured_lines, sharding_lines
+from profan.report.terminal import (
+    async_legend,
+    ideal_lines,
+    measured_lines,
+    sharding_lines,
+    wait_lines,
+)
 
 
 def _cell(text: str) -> str:
@@ -33,7 +39,11 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
     legend = sources_legend(report.ops[:top])
+    async_words = async_legend(report.ops[:top])
     lines = [f"# profan report: `{report.trace.get('path', '')}`", ""]
+    no_hlo = report.trace.get("hlo_missing")
+    if no_hlo:
+        lines += [f"**HLO:** {_cell(no_hlo)}", ""]
     lines += [
         "| | |",
         "|---|---|",
@@ -49,8 +59,14 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"| step time | median {seconds(s.step_time_median_s)}, min "
         f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",
         *[f"| step {st['step']} | {_cell(st['note'])} |" for st in report.steps if st.get("note")],
-        f"| MFU | {_cell(mfu)} |",
-        f"| ideal step (roofline) | {_cell(step_share or '-')} |",
+        *(
+            []  # no FLOPs and no roofline without the HLO: the line at the top says so
+            if no_hlo
+            else [
+                f"| MFU | {_cell(mfu)} |",
+                f"| ideal step (roofline) | {_cell(step_share or '-')} |",
+            ]
+        ),
         f"| exposed communication | {seconds(s.exposed_comm_s)} per device "
         f"({percent(s.exposed_comm_share)} of the busy span) |",
         f"| idle | {seconds(s.idle_s)} per device inside the busy span, "
@@ -72,20 +88,21 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
         "",
         f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
-        "executions (n counts every device); for async ops, measured is the exposed wait (w) and "
-        "span T/k the start-to-done time summed over the k executions the trace records."
+        "executions (n counts every device)."
+        + (f" {async_words[0].upper()}{async_words[1:]}." if async_words else "")
         + (f" {legend}." if legend else ""),
         "",
-        "| op | category | n | measured | ideal | bound | eff | FLOPs | bytes | sharding | source"
-        " | flags |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
+        "| op | category | n | measured | ideal | bound | eff | wait | FLOPs | bytes | sharding "
+        "| source | flags |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|",
     ]
     for op in report.ops[:top]:
         sharding = " ".join(sharding_lines(op)).strip()
         lines.append(
             f"| `{_cell(op.label)}` | {op.category} | {op.occurrences} | "
             f"{'<br>'.join(measured_lines(op))} | "
-            f"{seconds(op.roofline_s)} | {op.bound_by} | {percent(op.efficiency)} | "
+            f"{'<br>'.join(ideal_lines(op))} | {op.bound_by} | {percent(op.efficiency)} | "
+            f"{'<br>'.join(wait_lines(op))} | "
             f"{'<br>'.join(flops_lines(op))} | {'<br>'.join(bytes_lines(op))} | "
             f"{_cell(sharding)} | "
             f"{_cell(op.source or '')} | {_cell(', '.join(op.flags) + _note(op))} |"

@@ -53,11 +53,13 @@ class OpEntry:
     source: str | None = None
     exposed_s: float | None = None  # time not overlapped with compute (collectives, host ops)
     # async dones (measured_s is then the exposed wait): the transfer's start-to-done spans as
-    # the trace's async line records them (total over async_span_n executions); efficiency is
-    # then roofline per execution x async_span_n / async_span_s
+    # the trace's async line records them (total over async_span_n executions), and the ideal
+    # of those same transfers; efficiency is then async_span_ideal_s / async_span_s, the
+    # transfer's verdict (the wait is only its exposed part, a figure of its own)
     async_span_s: float | None = None
     async_span_n: int | None = None
     exposed_wait_s: float | None = None
+    async_span_ideal_s: float | None = None
     flags: list[str] = field(default_factory=list)
     # where flops and hbm_bytes/ici_bytes come from (profan.cost.kernels.SOURCES: hlo,
     # backend-config, cost-estimate, trace, shape-signature, lower-bound, unknown)
@@ -94,6 +96,9 @@ class OpEntry:
     def __post_init__(self) -> None:
         if not self.label:
             self.label = self.name
+        if self.async_span_ideal_s is None and self.async_span_n and self.occurrences > 0:
+            # reports written before the field: the same figure from the ones they carry
+            self.async_span_ideal_s = self.roofline_s / self.occurrences * self.async_span_n
 
     @property
     def cost_known(self) -> bool:

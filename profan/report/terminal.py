@@ -75,12 +75,45 @@ def efficiency_text(value: float | None, style: Style) -> str:
     return style(f"{value:.0%}", colour)
 
 
+def _spanned_of(op: OpEntry) -> list[str]:
+    """``of k`` where the trace's async line records k of the op's n transfers."""
+    return [f"of {op.async_span_n}"] if op.async_span_n != op.occurrences else []
+
+
 def measured_lines(op: OpEntry) -> list[str]:
-    """The measured cell: for an async done with spans, the exposed wait (marked ``w``) and,
-    under it, the transfer's span over the executions the async line records."""
-    if op.async_span_s is None:
-        return [seconds(op.measured_s)]
-    return [f"{seconds(op.measured_s)} w", f"span {seconds(op.async_span_s)}/{op.async_span_n}"]
+    """The measured cell.  An async done's is its transfer's, not its wait's: the
+    start-to-done spans summed (``span``), or ``no span`` where the trace records none (its
+    exposed wait is the ``wait`` cell)."""
+    if op.async_span_s is not None:
+        return [f"span {seconds(op.async_span_s)}", *_spanned_of(op)]
+    if op.exposed_wait_s is not None:
+        return ["no span"]
+    return [seconds(op.measured_s)]
+
+
+def ideal_lines(op: OpEntry) -> list[str]:
+    """The ideal cell: an async done with spans shows the ideal of the transfers its spans
+    cover, so that measured, ideal and eff are one verdict."""
+    if op.async_span_s is not None and op.async_span_ideal_s is not None:
+        return [seconds(op.async_span_ideal_s), *_spanned_of(op)]
+    return [seconds(op.roofline_s)]
+
+
+def wait_lines(op: OpEntry) -> list[str]:
+    """The wait cell: an async done's exposed wait over its n executions."""
+    return [seconds(op.exposed_wait_s)] if op.exposed_wait_s is not None else []
+
+
+def async_legend(ops: list[OpEntry]) -> str | None:
+    """How the table words async dones (every renderer prints it where it has one)."""
+    if not any(op.exposed_wait_s is not None for op in ops):
+        return None
+    return (
+        "async dones are scored as transfers: measured = their start-to-done spans summed, "
+        "ideal = the ideal of those transfers, eff = ideal / measured (of k: the trace's "
+        "async line records k of the n transfers; no span: it records none, eff unknown); "
+        "wait = the done's exposed wait over its n executions, the time % counts"
+    )
 
 
 KEY_COLUMNS = ("op", "category", "measured", "ideal", "bound", "eff")
@@ -99,6 +132,7 @@ def _op_columns() -> list[Column]:
         Column("ideal", right=True),
         Column("bound"),
         Column("eff", right=True),
+        Column("wait", right=True),
         Column("FLOPs", right=True),
         Column("bytes", right=True),
         Column("sharding", wrap="words", cap=44, min_width=16),
@@ -120,9 +154,10 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
                 "n": [str(op.occurrences)],
                 "measured": measured_lines(op),
                 "%": [f"{op.measured_s / op_total:.0%}"],
-                "ideal": [seconds(op.roofline_s)],
+                "ideal": ideal_lines(op),
                 "bound": [op.bound_by],
                 "eff": [efficiency_text(op.efficiency, style)],
+                "wait": wait_lines(op),
                 "FLOPs": flops_lines(op),
                 "bytes": bytes_lines(op),
                 "sharding": sharding_lines(op),
@@ -132,8 +167,9 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
         )
     sep = 3 if style.colour else 2
     columns = _op_columns()
-    if not any(row["sharding"] for row in rows):
-        columns = [c for c in columns if c.header != "sharding"]
+    for optional in ("sharding", "wait"):
+        if not any(row[optional] for row in rows):
+            columns = [c for c in columns if c.header != optional]
     if not any(row["flags"] for row in rows):
         columns = [c for c in columns if c.header != "flags"]
     flags_below = False
@@ -181,6 +217,9 @@ def render(
 
     title = f"profan report: {report.trace.get('path', '')}"
     out.extend(style(line, "bold") for line in para(title, width, hang=2))
+    no_hlo = report.trace.get("hlo_missing")
+    if no_hlo:  # one line, not wrapped: what is missing and what to pass
+        out.append(f"{style('HLO'.ljust(8), 'yellow')} {no_hlo}")
     field(
         "device",
         f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, "
@@ -220,7 +259,9 @@ def render(
         field("steps", "none marked in the trace")
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
-    if step_share is not None:
+    if no_hlo:
+        pass  # no FLOPs and no roofline without the HLO: the line at the top says so
+    elif step_share is not None:
         # The step is the honest comparison: async waits make a per-op sum of ideals misleading.
         field("MFU", f"{mfu}; {step_share}")
     else:
@@ -262,6 +303,7 @@ def render(
     out.append("")
 
     shown = min(top, len(report.ops))
+    async_words = async_legend(report.ops[:top])
     out.extend(
         style(line, "bold")
         for line in para(f"Top {shown} ops of {len(report.ops)} by total time", width)
@@ -271,12 +313,7 @@ def render(
         for line in para(
             f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
             "n executions (n counts every device); % of all op time"
-            + (
-                "; async ops: w = exposed wait (measured), span T/k = start-to-done time summed "
-                "over the k executions the trace's async line records, eff = ideal/n x k / T"
-                if any(op.async_span_s is not None for op in report.ops[:top])
-                else ""
-            ),
+            + (f"; {async_words}" if async_words else ""),
             width,
             hang=2,
         )

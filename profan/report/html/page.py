@@ -21,7 +21,13 @@ from profan.report.html.header import header_html
 from profan.report.html.sections import findings_html, unmatched_html
 from profan.report.memory import html_section as memory_section
 from profan.report.model import OpEntry, Report
-from profan.report.terminal import measured_lines, sharding_lines
+from profan.report.terminal import (
+    async_legend,
+    ideal_lines,
+    measured_lines,
+    sharding_lines,
+    wait_lines,
+)
 
 # Concatenated in this order inside one function scope (each file uses the ones before it).
 SCRIPTS = ("util.js", "table.js", "detail.js", "charts.js", "timeline.js", "main.js")
@@ -37,6 +43,8 @@ def _op_text(op: OpEntry) -> dict[str, Any]:
     """The table's cells as the terminal words them."""
     return {
         "measured": measured_lines(op),
+        "ideal": ideal_lines(op),
+        "wait": wait_lines(op),
         "flops": flops_lines(op),
         "bytes": bytes_lines(op),
         "sharding": sharding_lines(op),
@@ -58,11 +66,9 @@ def _ops_intro(report: Report) -> str:
         f"Measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
         "executions (n counts every device); % of all op time. Click a row for its detail."
     )
-    if any(op.async_span_s is not None for op in report.ops):
-        text += (
-            " Async ops: w = exposed wait (measured), span T/k = start-to-done time summed over "
-            "the k executions the trace's async line records, eff = ideal/n × k / T."
-        )
+    async_words = async_legend(report.ops)
+    if async_words:
+        text += f" {async_words[0].upper()}{async_words[1:]}."
     legend = sources_legend(report.ops)
     return f"<p class='muted'>{escape(text)}" + (f" {escape(legend)}." if legend else "") + "</p>"
 

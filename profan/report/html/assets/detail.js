@@ -53,12 +53,14 @@ const detail = {
       el("h2", { class: "detail-name" }, op.label),
       el("div", { class: "muted" }, [op.opcode, op.category, op.program || "no program"].join(" · ")),
       el("div", { class: "verdict" },
-        el("span", {}, "measured ", el("b", {}, fmtSeconds(op.measured_s))),
-        el("span", {}, "ideal ", el("b", {}, fmtSeconds(op.roofline_s))),
+        // an async done's verdict is its transfer's (the same cells as the table's)
+        el("span", {}, "measured ", el("b", {}, text.measured.join(" "))),
+        el("span", {}, "ideal ", el("b", {}, text.ideal.join(" "))),
         el("span", {}, "efficiency ", el("b", { class: effClass }, op.efficiency === null ? "-" : fmtPercent(op.efficiency))),
+        text.wait.length ? el("span", {}, "wait ", el("b", {}, text.wait.join(" "))) : null,
         el("span", {}, "bound ", el("span", { class: "chip", style: `background:${boundColour(op.bound_by)}` }), el("b", {}, op.bound_by))),
       el("div", { class: "muted" },
-        `${op.occurrences} executions summed over all devices; per execution ${fmtSeconds(perExecution(op.measured_s))} measured, ` +
+        `${op.occurrences} executions summed over all devices; per execution ${fmtSeconds(perExecution(op.measured_s))} ${op.exposed_wait_s === null ? "measured" : "waited"}, ` +
         `${fmtSeconds(perExecution(op.roofline_s))} ideal`),
       el("button", { class: "linkish", onclick: () => timeline.reveal(index) }, "show in the timeline"));
     return [head, this.flags(op), op.note ? section("note", el("p", {}, op.note)) : null, this.terms(op), this.hlo(op),
@@ -106,8 +108,9 @@ const detail = {
     return section("roofline terms (all executions, all devices)", el("table", { class: "terms" },
       terms.map(([name, value, what]) => el("tr", { class: name === op.bound_by ? "bound" : "" },
         el("th", {}, name), el("td", { class: "num" }, fmtSeconds(value)), el("td", {}, bar(value, boundColour(name))), el("td", { class: "muted" }, what))),
-      el("tr", {}, el("th", {}, "measured"), el("td", { class: "num" }, fmtSeconds(op.measured_s)),
-        el("td", {}, bar(op.measured_s, "#444")), el("td", { class: "muted" }, "the trace's op time"))),
+      el("tr", {}, el("th", {}, op.exposed_wait_s === null ? "measured" : "wait"), el("td", { class: "num" }, fmtSeconds(op.measured_s)),
+        el("td", {}, bar(op.measured_s, "#444")), el("td", { class: "muted" }, op.exposed_wait_s === null
+          ? "the trace's op time" : "the done's exposed wait, not its transfer (see async transfer)"))),
       el("p", { class: "muted" }, "ideal = the largest term (MODEL.md §1); the bound is the resource that term measures"));
   },
 
@@ -156,7 +159,9 @@ const detail = {
     return section("async transfer", el("table", { class: "kv" },
       el("tr", {}, el("th", {}, "exposed wait"), el("td", {}, fmtSeconds(op.exposed_wait_s))),
       el("tr", {}, el("th", {}, "start-to-done span"), el("td", {},
-        op.async_span_s === null ? "-" : `${fmtSeconds(op.async_span_s)} over ${op.async_span_n} executions (the trace's async line)`))));
+        op.async_span_s === null ? "-" : `${fmtSeconds(op.async_span_s)} over ${op.async_span_n} executions (the trace's async line)`)),
+      el("tr", {}, el("th", {}, "ideal of those transfers"), el("td", {},
+        op.async_span_ideal_s === null ? "-" : `${fmtSeconds(op.async_span_ideal_s)}: efficiency = ideal / span`))));
   },
 
   hlo(op) {
