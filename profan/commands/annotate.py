@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from profan.cache.reports import read_text, text_key, write_report, write_text
+from profan.outputs import write_stdout
 from profan.report.config import RuleConfig, load_rule_config
 from profan.report.pipeline import (
     Inputs,
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = locate(args.trace, args.hlo, args.run)
     with reading_ahead(inputs, args.chip, config, use_cache=not args.no_cache):
         text = _annotated(args, inputs, config, progress)
-    sys.stdout.write(text)
+    write_stdout(text)
     return 0
 
 

@@ -11,6 +11,7 @@ import msgspec
 from profan.cache.inputs import file_input
 from profan.cache.reports import read_output, text_key, write_output
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
+from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
 from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
 
 
@@ -47,6 +48,7 @@ class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 def run(args: argparse.Namespace) -> int:
     if args.update_baseline and not args.baseline:
         raise ConfigError("--update-baseline needs --baseline FILE (the file to record into)")
+    _check_outputs(args)
     key = None if args.no_cache or args.update_baseline else _output_key(args)
     output = None if key is None else read_output(key, CheckOutput)
     if output is None:
@@ -55,10 +57,24 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if key is not None:
             write_output(key, output)
-    sys.stdout.write(output.text)
+    write_stdout(output.text)
     if args.junit and output.junit is not None:
-        Path(args.junit).write_text(output.junit, encoding="utf-8")
+        write_file(args.junit, output.junit, "--junit")
     return output.code
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any analysis: no output (the JUnit file, the baseline recorded) is an input, and
+    each can be written where it goes."""
+    outputs = [("--junit", args.junit)] if args.junit else []
+    if args.update_baseline:
+        outputs = [("--baseline", args.baseline)]  # (then nothing else is written)
+    read_baseline = None if args.update_baseline else args.baseline
+    inputs = [("trace", args.trace), ("--hlo", args.hlo), ("--budget", args.budget)]
+    inputs += [("--baseline", read_baseline), *option_inputs(args)]
+    refuse_inputs(outputs, inputs)
+    for flag, path in outputs:
+        check_destination(flag, path)
 
 
 def _output_key(args: argparse.Namespace) -> str | None:

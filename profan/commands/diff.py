@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from profan.outputs import write_stdout
 from profan.report.layout import terminal_width
 from profan.report.pipeline import Progress, text_for
 
@@ -38,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(),
         use_cache=not args.no_cache,
     )
-    sys.stdout.write(text)
+    write_stdout(text)
     return 0

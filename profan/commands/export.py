@@ -20,6 +20,7 @@ from profan.export import (
     write_chrome,
     xplane_targets,
 )
+from profan.outputs import check_destination, option_inputs, refuse_inputs
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, resolve_layout
 from profan.trace.discover import find_run
@@ -62,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     found = find_run(trace_path, args.run)
     targets = xplane_targets(args.output, found) if form == "xplane" else {"": Path(args.output)}
     check_targets(list(targets.values()), [args.trace, trace_path], found)
+    inputs = [("trace", args.trace), ("--hlo", args.hlo), ("--config", args.config)]
+    outputs = [("--output", target) for target in targets.values()]
+    refuse_inputs(outputs, inputs + option_inputs(args))
+    for target in targets.values():
+        check_destination("--output", target)
     if form == "xplane":
         formats = {found.formats[host] for host in targets}
         if formats != {"xplane"}:
@@ -84,13 +90,13 @@ def run(args: argparse.Namespace) -> int:
         for host, file, _ in export.hosts:
             target = targets[host]
             progress(f"annotating {host}")
-            with atomic_file(target) as temporary:
+            with atomic_file(target, "--output") as temporary:
                 count = write_annotated(str(file), temporary, export, host)
             _wrote(target, f"{count.annotated} of {count.events} op events annotated", started)
     else:
         target = targets[""]
         progress("writing the Chrome trace")
-        with atomic_file(target) as temporary:
+        with atomic_file(target, "--output") as temporary:
             count = write_chrome(export, temporary, args.counter_bins)
         _wrote(
             target,

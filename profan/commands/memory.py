@@ -8,12 +8,12 @@ file (a scheduled dump): a static estimate by liveness over the printed order.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from profan.errors import ConfigError
 from profan.memory.analyze import analyze_hlo_file, analyze_trace
 from profan.memory.render import RENDERERS, TOP
+from profan.outputs import write_stdout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,5 +53,5 @@ def run(args: argparse.Namespace) -> int:
         if target.is_dir() and not (target / "plugins").is_dir() and (target / "trace").is_dir():
             target = target / "trace"
         report = analyze_trace(target, run=args.run, chip=args.chip, module=args.module)
-    sys.stdout.write(RENDERERS[args.format](report, args.top))
+    write_stdout(RENDERERS[args.format](report, args.top))
     return 0

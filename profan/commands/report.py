@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profan.errors import ConfigError
+from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
 from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for, text_for
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:
         _check_out_dir(out_dir, Path(args.trace))
-        out_dir.mkdir(parents=True, exist_ok=True)
+        _check_outputs(args, out_dir)
     options = {
         "chip": args.chip,
         "hlo": args.hlo,
@@ -64,18 +65,32 @@ def run(args: argparse.Namespace) -> int:
 
         text = text_for([args.trace], render_text, rendering, **options)
     if out_dir is None:
-        sys.stdout.write(text)
+        write_stdout(text)
     else:
-        name = {
-            "term": "report.txt",
-            "md": "report.md",
-            "html": "report.html",
-            "json": "report.json",
-        }
-        target = out_dir / name[args.format]
-        target.write_text(text, encoding="utf-8")
+        target = out_dir / REPORT_FILES[args.format]
+        write_file(target, text, "--out")
         print(f"profan: wrote {target}", file=sys.stderr)
     return 0
+
+
+REPORT_FILES = {
+    "term": "report.txt",
+    "md": "report.md",
+    "html": "report.html",
+    "json": "report.json",
+}
+
+
+def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
+    """Before any analysis: no file the report writes (the report, plots) is an input, and
+    ``out_dir`` takes files."""
+    # (the plots' names, not profan.report.plots: it loads matplotlib)
+    plots = ("roofline", "time_per_step", "measured_vs_ideal")
+    written = [out_dir / REPORT_FILES[args.format], *(out_dir / f"{n}.png" for n in plots)]
+    inputs = [("trace", args.trace), ("--hlo", args.hlo), ("--config", args.config)]
+    refuse_inputs([("--out", path) for path in written], inputs + option_inputs(args))
+    check_destination("--out", out_dir, folder=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def _check_out_dir(out_dir: Path, trace: Path) -> None:

@@ -5,15 +5,15 @@ whole files: a temporary file beside the target is moved into place when complet
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from profan.errors import ConfigError
+from profan.outputs import atomic_file
 from profan.trace.discover import XPLANE_SUFFIX, Run
 from profan.trace.storage import is_remote
+
+__all__ = ["atomic_file", "check_targets", "output_form", "xplane_targets"]
 
 Form = Literal["xplane", "json"]
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -75,24 +75,3 @@ def check_targets(targets: list[Path], traces: list[str], run: Run) -> None:
         for file in inputs:
             if resolved == file.resolve() or (target.exists() and os.path.samefile(target, file)):
                 raise ConfigError(f"--output {target} is the trace itself; choose another file")
-
-
-@contextmanager
-def atomic_file(target: Path) -> Iterator[Path]:
-    """A temporary path beside ``target`` that becomes ``target`` only once written whole (the
-    temporary keeps ``target``'s suffixes, which say how to write it)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=target.name, dir=target.parent
-    )
-    os.close(handle)
-    temporary = Path(name)
-    try:
-        yield temporary
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # as a plain open() would have made it
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

@@ -12,6 +12,7 @@ matplotlib.use("Agg")  # files only; never a window
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from profan.outputs import write_file
 from profan.report.model import Report
 
 CATEGORY_COLOURS = {
@@ -167,6 +168,6 @@ def write_pngs(pngs: dict[str, bytes], out_dir: Path) -> list[Path]:
     paths = []
     for name, data in pngs.items():
         path = out_dir / f"{name}.png"
-        path.write_bytes(data)
+        write_file(path, data, "--out")
         paths.append(path)
     return paths

@@ -4,16 +4,23 @@ report (``Report.to_dict()``, SCHEMA.md), one entry per ``"<device kind>/<chip>"
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from profan.errors import ConfigError
+from profan.outputs import OutputError, os_reason, write_file
 from profan.report.keys import base_name
 from profan.report.model import Report
+from profan.tomlschema import convert, read_config
 from profan.version import __version__
 
 FORMAT = "profan-baseline"
@@ -78,15 +85,6 @@ class Entry:
         data["ops"] = [asdict(op) for op in self.ops.values()]
         return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Entry:
-        values = dict(data)
-        values["ops"] = {op["key"]: OpFacts(**op) for op in data.get("ops", [])}
-        values["memory"] = {
-            key: MemoryFacts(**facts) for key, facts in data.get("memory", {}).items()
-        }
-        return cls(**values)
-
 
 def machine_key(report: dict[str, Any]) -> str:
     """``"<device kind>/<chip>"`` of a JSON report, e.g. ``"CPU/cpu"`` or ``"TPU/v5e"``."""
@@ -106,6 +104,14 @@ def relative_source(source: Any) -> str | None:
 
 def as_number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+
+def step_time(value: Any) -> float | None:
+    """A step time as recorded: a positive finite number of seconds, else None (zero-length or
+    reversed step markers give none that means anything; the comparison says so)."""
+    if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
 
 
 def _collective_facts(op: dict[str, Any]) -> dict[str, Any] | None:
@@ -185,9 +191,9 @@ def entry_from_report(report: Report | dict[str, Any]) -> Entry:
         device_count=devices,
         mesh=mesh,
         steps=steps,
-        step_min_s=summary.get("step_time_min_s"),
-        step_median_s=summary.get("step_time_median_s"),
-        step_max_s=summary.get("step_time_max_s"),
+        step_min_s=step_time(summary.get("step_time_min_s")),
+        step_median_s=step_time(summary.get("step_time_median_s")),
+        step_max_s=step_time(summary.get("step_time_max_s")),
         totals=totals,
         ops=ops,
         memory=memory,
@@ -214,53 +220,140 @@ def _memory_facts(program: dict[str, Any]) -> MemoryFacts:
 
 
 def is_baseline_file(path: str | Path) -> bool:
-    """Whether ``path`` is a baseline file (not a JSON report)."""
+    """Whether ``path`` is a baseline file (not a JSON report); a file that cannot be decoded is
+    not (reading it as a report then says why)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_config(path, what="the baseline", syntax="json")
+    except ConfigError:
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
 def read_baselines(path: str | Path) -> dict[str, Entry]:
-    """Every machine's entry of a baseline file (an empty dict when the file does not exist)."""
+    """Every machine's entry of a baseline file (an empty dict when the file does not exist);
+    a field of the wrong type or out of range raises ``ConfigError`` naming the file and field."""
     path = Path(path)
     if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read the baseline: {error}") from None
+    data = read_config(path, what="the baseline", syntax="json")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f'{path}: not a profan baseline (no "format": "{FORMAT}")')
-    if data.get("version") != FORMAT_VERSION:
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ConfigError(
-            f"{path}: baseline version {data.get('version')!r} is not supported "
+            f"{path}: version: must be a whole number (this profan reads {FORMAT_VERSION}), got "
+            f"{json.dumps(version)}; {UPDATE_HINT}"
+        )
+    if version != FORMAT_VERSION:
+        raise ConfigError(
+            f"{path}: baseline version {version} is not supported "
             f"(this profan reads {FORMAT_VERSION}); {UPDATE_HINT}"
         )
-    try:
-        return {key: Entry.from_dict(entry) for key, entry in data["machines"].items()}
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ConfigError(f"{path}: malformed baseline ({error}); {UPDATE_HINT}") from None
+    machines = data.get("machines")
+    if not isinstance(machines, dict):
+        raise ConfigError(
+            f"{path}: malformed baseline: machines: must be a table of entries by machine; "
+            f"{UPDATE_HINT}"
+        )
+    origin = f"{path}: malformed baseline"
+    return {key: _entry(entry, origin, f"machines.{key}") for key, entry in machines.items()}
+
+
+def _entry(data: Any, origin: str, key: str) -> Entry:
+    """One machine's entry, its fields checked (types, ranges) against ``_EntryFields``."""
+    fields = convert(data, _EntryFields, origin=origin, key=key)
+    values = {name: getattr(fields, name) for name in fields.__struct_fields__}
+    values["ops"] = {op.key: OpFacts(**msgspec.structs.asdict(op)) for op in fields.ops}
+    values["memory"] = {
+        name: MemoryFacts(**msgspec.structs.asdict(facts)) for name, facts in fields.memory.items()
+    }
+    return Entry(**values)
+
+
+# What a baseline file holds per machine: Entry's and OpFacts's fields as the file spells them,
+# with the ranges they can take (a count or a byte total below zero cannot have been recorded).
+Count = Annotated[float, msgspec.Meta(ge=0)]
+Seconds = Annotated[float, msgspec.Meta(ge=0)] | None
+
+
+class _OpFields(msgspec.Struct, frozen=True):
+    key: str
+    name: str
+    opcode: str
+    category: str
+    per_step: Count
+    flops: Count
+    hbm_bytes: Count
+    ici_bytes: Count
+    collective: dict[str, Any] | None
+    shape: str | None
+    source: str | None
+    time_per_step_s: Count
+
+
+class _MemoryFields(msgspec.Struct, frozen=True):
+    peak_bytes: Count
+    argument_bytes: Count
+    output_bytes: Count
+    temp_bytes: Count
+    peak_instruction: str | None
+    peak_source: str | None
+
+
+class _EntryFields(msgspec.Struct, frozen=True):
+    machine: str
+    device_kind: str
+    chip: str
+    device_count: Annotated[int, msgspec.Meta(ge=1)]
+    mesh: dict[str, dict[str, Annotated[int, msgspec.Meta(ge=1)]]]
+    steps: Annotated[int, msgspec.Meta(ge=0)]
+    step_min_s: Seconds
+    step_median_s: Seconds
+    step_max_s: Seconds
+    totals: dict[str, Count]
+    ops: list[_OpFields] = []
+    memory: dict[str, _MemoryFields] = {}
+    recorded: dict[str, Any] = {}
 
 
 def write_baseline(
     path: str | Path, report: Report | dict[str, Any], versions: dict[str, str] | None = None
 ) -> Entry:
     """Record ``report`` as the baseline of its machine; other machines' entries are kept.
-    ``versions``: of the software that made the program (e.g. jax, jaxlib), recorded with it."""
+    ``versions``: of the software that made the program (e.g. jax, jaxlib), recorded with it.
+
+    Runners of several machines may record into one file at once: the file is read, merged and
+    replaced under an exclusive lock (``baseline_lock``), so no runner's entry is lost, and
+    written whole (a temporary file renamed into place), so a failed write keeps the old file."""
     path = Path(path)
-    entries = read_baselines(path)
     entry = entry_from_report(report)
     entry.recorded.update(versions or {})
-    entries[entry.machine] = entry
-    data = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "machines": {key: entries[key].to_dict() for key in sorted(entries)},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    temporary.replace(path)  # never a half-written baseline
+    with baseline_lock(path):
+        entries = read_baselines(path)  # as it is now, with what other runners recorded
+        entries[entry.machine] = entry
+        data = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "machines": {key: entries[key].to_dict() for key in sorted(entries)},
+        }
+        write_file(path, json.dumps(data, indent=1, sort_keys=False) + "\n", "--baseline")
     return entry
+
+
+@contextmanager
+def baseline_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on the baseline ``path``, held on a lock file beside it (the baseline
+    itself is replaced by a rename, which a lock on its inode would not survive)."""
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise OutputError(
+            f"--baseline {path}: cannot lock it ({lock}): {os_reason(error)}"
+        ) from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # (releases the lock)
