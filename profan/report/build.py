@@ -228,6 +228,21 @@ def _rule_contexts(profile: Profile, entries: list[tuple[OpEntry, str]]) -> list
     return contexts
 
 
+# Findings that need no HLO: they read the measured times alone.
+_WITHOUT_HLO_RULES = frozenset({"idle-gaps", "straggler-host"})
+
+
+def hlo_missing(profile: Profile) -> str | None:
+    """One line saying the profile's ops were joined to no HLO and what to pass, or None."""
+    if profile.modules or not len(profile.ops):
+        return None
+    return (
+        "no HLO: the trace holds none (a trace-viewer JSON keeps only op names); pass --hlo DIR "
+        "(XLA's dump, XLA_FLAGS=--xla_dump_to) or report the run's .xplane.pb; measured times "
+        "only: no MFU, roofline figures or findings that need the HLO"
+    )
+
+
 def build_report(
     analysis: Analysis, config: RuleConfig | None = None, *, with_rules: bool = True
 ) -> Report:
@@ -270,11 +285,17 @@ def build_report(
         ],
         trace={"path": str(profile.path), "run": profile.run},
     )
+    missing = hlo_missing(profile)
+    if missing is not None:
+        report.trace["hlo_missing"] = missing
+        report.summary.mfu = None  # no FLOPs were counted: 0% would be a figure, not a fact
     report.memory = memory_section(profile, score.chip)
     report.hosts, report.cross_host = hosts_section(profile)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
         findings += straggler_findings(report)
+        if missing is not None:
+            findings = [f for f in findings if f.rule in _WITHOUT_HLO_RULES]
         report.findings = findings
         report.rules = rules.rule_table(config)
         by_key = {entry.key: entry for entry in entries}

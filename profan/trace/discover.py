@@ -5,7 +5,9 @@ to ``jax.profiler.trace`` (holding ``plugins/profile/<run>/``), the ``plugins/pr
 run dir, or one file.  A run holds one file per host.  Formats, in
 order of preference per host: ``<host>.xplane.pb`` (full stats), then the trace-viewer JSON
 (``<host>.trace.json.gz`` / ``.trace.json``, or ``perfetto_trace.json.gz``), which drops stats
-and is capped in event count.
+and is capped in event count.  A JSON file given alone whose run's ``.xplane.pb`` lies beside
+it (``Run.hlo_beside``) is read for its events, and the HLO and device stats it lacks are taken
+from that ``.xplane.pb`` (``profan.trace.jsonhlo``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Run:
     files: dict[str, Path | RemotePath] = field(default_factory=dict)  # host -> file
     formats: dict[str, str] = field(default_factory=dict)  # host -> "xplane" | "json"
     skipped: list[str] = field(default_factory=list)  # files not used, and why
+    # host -> the .xplane.pb beside its JSON file, whose HLO and device stats the JSON lacks
+    hlo_beside: dict[str, Path | RemotePath] = field(default_factory=dict)
 
 
 def host_and_format(path: Path) -> tuple[str, str] | None:
@@ -79,7 +83,16 @@ def find_run(path: str | Path | RemotePath, run: str | None = None) -> Run:
                 "or perfetto_trace.json.gz)",
             )
         host, fmt = found
-        return Run(root.parent, None, {host: root}, {host: fmt})
+        given = Run(root.parent, None, {host: root}, {host: fmt})
+        beside = _xplane_beside(root, host) if fmt == "json" else None
+        if beside is not None:
+            given.hlo_beside[host] = beside
+            # (in the cache keys too: a report made without it is not the one made with it)
+            given.skipped.append(
+                f"the events of {beside.name} (the JSON {root.name} was given; only the HLO "
+                "and device stats it lacks are read from there)"
+            )
+        return given
     if _trace_files(root):
         return _collect(root, root.name if root.parent.name == "profile" else None)
     runs_dir = _runs_dir(root)
@@ -99,6 +112,20 @@ def find_run(path: str | Path | RemotePath, run: str | None = None) -> Run:
     # Run names are timestamps (YYYY_MM_DD_HH_MM_SS): newest sorts last; mtime breaks ties.
     newest = max(runs, key=lambda r: (r.name, r.stat().st_mtime))
     return _collect(newest, newest.name)
+
+
+def _xplane_beside(json_file: Path, host: str) -> Path | None:
+    """The ``.xplane.pb`` of the same run beside a trace-viewer JSON file: the same host's, or
+    for ``perfetto_trace.json.gz`` the only one there."""
+    folder = json_file.parent
+    same_host = folder / f"{host}{XPLANE_SUFFIX}"
+    if same_host.is_file():
+        return same_host
+    if host == "perfetto":
+        found = [p for p in _children(folder) if p.is_file() and p.name.endswith(XPLANE_SUFFIX)]
+        if len(found) == 1:
+            return found[0]
+    return None
 
 
 def _collect(run_dir: Path, name: str | None) -> Run:

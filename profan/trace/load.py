@@ -128,6 +128,12 @@ def load_events(
             _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
         )
     trim_heap()  # the readers' temporaries, before the tables are built
+    if found.hlo_beside:
+        from profan.trace.jsonhlo import add_hlo_beside
+
+        for host in hosts:
+            if host.host in found.hlo_beside:
+                add_hlo_beside(host, found.hlo_beside[host.host])
     notes = [f"skipped {item}" for item in found.skipped]
     for host in hosts:
         notes.extend(f"{host.host}: {note}" for note in host.notes)

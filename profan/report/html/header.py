@@ -41,9 +41,12 @@ def _cards(report: Report) -> list[str]:
                 f"{seconds(s.step_time_p90_s)}, max {seconds(s.step_time_max_s)}",
             )
         )
+    no_hlo = bool(report.trace.get("hlo_missing"))  # no FLOPs, no roofline: the header says so
     ideal, measured = s.step_ideal_s, s.step_measured_s
     share_text = step_share_text(ideal, measured)
-    if share_text is not None and ideal is not None and measured is not None:
+    if no_hlo:
+        pass
+    elif share_text is not None and ideal is not None and measured is not None:
         share = ideal / measured if ideal <= measured else None
         cards.append(
             _card(
@@ -63,7 +66,8 @@ def _cards(report: Report) -> list[str]:
             )
         )
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
-    cards.append(_card("MFU", percent(s.mfu) if s.mfu is not None and s.mfu <= 1 else "-", mfu))
+    if not no_hlo:
+        cards.append(_card("MFU", percent(s.mfu) if s.mfu is not None and s.mfu <= 1 else "-", mfu))
     cards.append(
         _card(
             "exposed communication",
@@ -155,6 +159,15 @@ def _notes(report: Report) -> str:
     return "".join(parts)
 
 
+def _no_hlo(report: Report) -> str:
+    """The one line saying the ops were joined to no HLO, and what to pass (empty when they
+    were)."""
+    missing = report.trace.get("hlo_missing")
+    return (
+        f"<div class='note-line no-hlo'><b>HLO</b> {escape(str(missing))}</div>" if missing else ""
+    )
+
+
 def header_html(report: Report) -> str:
     s, d, chip = report.summary, report.device, report.chip
     path = str(report.trace.get("path", ""))
@@ -173,6 +186,7 @@ def header_html(report: Report) -> str:
     return (
         "<header id='top'>"
         f"<h1>profan report <code class='path'>{escape(path)}</code></h1>"
+        f"{_no_hlo(report)}"
         f"<div class='facts'>{' · '.join(escape(fact) for fact in facts)}</div>"
         f"<div class='cards'>{''.join(_cards(report))}</div>"
         f"{_bound_bar(report)}{_notes(report)}</header>"
