@@ -32,6 +32,8 @@ class ProfanError(Exception):
 class HloSyntaxError(ProfanError):
     """HLO text that does not parse: where, what was there, and what was expected."""
 
+    label = "HLO syntax error"
+
     def __init__(
         self,
         reason: str,
@@ -56,7 +58,7 @@ class HloSyntaxError(ProfanError):
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        message = f"{where}: HLO syntax error: {self.reason}"
+        message = f"{where}: {self.label}: {self.reason}"
         if self.expected:
             shown = ", ".join(self.expected[:8])
             more = f" (and {len(self.expected) - 8} more)" if len(self.expected) > 8 else ""
@@ -69,11 +71,11 @@ class HloSyntaxError(ProfanError):
 
     def __reduce__(self) -> tuple[object, ...]:
         # Picklable (for worker processes); keyword-only fields go through the state.
-        return (HloSyntaxError, (self.reason,), self.__dict__)
+        return (type(self), (self.reason,), self.__dict__)
 
     def with_file(self, file: str) -> HloSyntaxError:
         """The same error, naming the file it came from."""
-        return HloSyntaxError(
+        return type(self)(
             self.reason,
             file=file,
             line=self.line,
@@ -81,6 +83,14 @@ class HloSyntaxError(ProfanError):
             text=self.text,
             expected=self.expected,
         )
+
+
+class HloInvalidError(HloSyntaxError):
+    """HLO text that parses but that XLA's verifier would reject (operand shapes an op does not
+    accept, a cycle, a recursive call, an impossible layout or size): where, and what was
+    expected."""
+
+    label = "invalid HLO"
 
 
 class TraceError(ProfanError):

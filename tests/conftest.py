@@ -4,7 +4,9 @@ private cache directory for every test."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,3 +67,33 @@ def corpus_dir() -> Path:
     if not CORPUS_DIR.is_dir():
         pytest.skip(f"external corpus not found at {CORPUS_DIR} (conformance tests need it)")
     return CORPUS_DIR
+
+
+@dataclass
+class HloCorpusOutcome:
+    """One module of the HLO corpus (``hlo/xla``): its MANIFEST row and what ``parse_module``
+    made of it (the module, or the error it raised)."""
+
+    row: dict
+    module: Any = None
+    error: Exception | None = None
+
+
+@pytest.fixture(scope="session")
+def hlo_corpus_outcomes(corpus_dir: Path) -> list[HloCorpusOutcome]:
+    """Every corpus module parsed once per session (about 10 s): the conformance and the
+    verifier tests read the same outcomes."""
+    import json
+
+    from profan.hlo import parse_module
+
+    root = corpus_dir / "hlo" / "xla"
+    rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
+    found: list[HloCorpusOutcome] = []
+    for row in rows:
+        text = (root / row["file"]).read_text(encoding="utf-8", errors="replace")
+        try:
+            found.append(HloCorpusOutcome(row, module=parse_module(text, file=row["file"])))
+        except Exception as error:
+            found.append(HloCorpusOutcome(row, error=error))
+    return found

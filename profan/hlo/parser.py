@@ -27,6 +27,7 @@ from profan.errors import HloSyntaxError
 from profan.hlo.builder import ModelBuilder
 from profan.hlo.model import Instruction, Module
 from profan.hlo.tokens import LEAD, bare, position
+from profan.hlo.verify import verify_module
 from profan.paths import grammar_path
 
 _GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
@@ -250,6 +251,8 @@ def parse_module(text: str, *, file: str | None = None) -> Module:
         if collecting:
             gc.enable()
         builder.reset()
+    # XLA's parser verifies what it read; so does profan, before anything costs or caches it.
+    verify_module(module, text=text, file=file)
     return module
 
 

@@ -27,6 +27,7 @@ from profan.hlo.model import (
     StackFrameTables,
 )
 from profan.hlo.shapes import shape_to_text
+from profan.hlo.verify import first_problem
 from profan.trace.hloattrs import _attributes, _ints, _literal, frontend_attributes_text
 from profan.trace.schema import load_schema
 
@@ -63,7 +64,12 @@ def module_from_proto_bytes(data: bytes, *, where: str) -> Module:
     module_proto = proto.hlo_module
     if not module_proto.computations:
         raise TraceError(where, "embedded HloProto holds no computations")
-    return module_from_proto(module_proto)
+    module = module_from_proto(module_proto)
+    # Verified as parsed text is (profan.hlo.verify), before it is cached or costed.
+    problem = first_problem(module)
+    if problem is not None:
+        raise TraceError(where, f"invalid HLO: {problem}")
+    return module
 
 
 # ------------------------------------------------------------------------------ shapes

@@ -55,6 +55,13 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.errors import TraceError
+from profan.trace.device_clock import (
+    DEVICE_CLOCK_STATS,
+    ClockAnchors,
+    async_start_name,
+    event_times,
+    name_codes,
+)
 from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
@@ -130,7 +137,8 @@ def merge_parts(parts: list[HostTrace]) -> HostTrace:
         for name, arrays in part.graph_kernels.items():
             trace.graph_kernels[name].extend(arrays)
         trace.host_launches += part.host_launches
-        trace.notes.extend(part.notes)
+        for note in part.notes:  # a note of every device plane's share once
+            _add_note(trace, note)
     _note_host_launches(trace)
     return trace
 
@@ -276,6 +284,24 @@ def _read_metadata(plane: Plane, trace: HostTrace, with_protos: bool = True) -> 
         trace.module_names[program_id] = module_name
 
 
+_TPU_LINES = ("XLA Ops", "Async XLA Ops", "XLA Modules", "Steps")
+DEVICE_CLOCK_NOTE = (
+    "TPU op times from the device's own clock (the events' device_offset_ps / "
+    "device_duration_ps stats, as XProf reads them), not the host-synchronised timeline, "
+    "which cuts some ops short or to zero length"
+)
+MOVED_ONTO_DEVICE_CLOCK_NOTE = (
+    "TPU module runs, async spans and steps that the trace dates only on the host-"
+    "synchronised timeline: moved onto the device's clock by the offset between the clocks "
+    "at the op events they begin and end with"
+)
+
+
+def _add_note(trace: HostTrace, note: str) -> None:
+    if note not in trace.notes:
+        trace.notes.append(note)
+
+
 def _read_tpu_plane(
     plane: Plane,
     ordinal: int,
@@ -298,17 +324,59 @@ def _read_tpu_plane(
         "run_id",
         "step_num",
         "group_id",
+        *DEVICE_CLOCK_STATS,
     )
     stat_ids = [stats.id(name) for name in wanted if stats.id(name) is not None]
     meta_stats = _metadata_stats(plane, wanted)
-    for line in plane.lines:
-        if line.name not in ("XLA Ops", "Async XLA Ops", "XLA Modules", "Steps"):
-            continue
-        if not line.has_events:
-            continue
+    offset_stat, duration_stat = (stats.id(name) for name in DEVICE_CLOCK_STATS)
+    # The op line first: its events, on both clocks, move the other lines' events that only
+    # the host timeline dates onto the device's clock.
+    lines = sorted(
+        (line for line in plane.lines if line.name in _TPU_LINES and line.has_events),
+        key=lambda line: line.name != "XLA Ops",
+    )
+    on_both_clocks: list[tuple[np.ndarray, ...]] = []
+    op_names: dict[str, int] = {}  # codes of the op names, shared by the anchors and spans
+    clock: ClockAnchors | None = None
+    for line in lines:
+        if line.name != "XLA Ops" and clock is None and on_both_clocks:
+            clock = ClockAnchors.of(
+                *(np.concatenate(part) for part in zip(*on_both_clocks, strict=True))
+            )
+            on_both_clocks.clear()
+        is_op_line = line.name in ("XLA Ops", "Async XLA Ops")
         for events in _line_chunks(line, path, wanted_stats=stat_ids):
             count = len(events)
-            start = _line_times(line, events, trace.base_ns)
+            columns = _columns_with_metadata(plane, stats, events, meta_stats) if is_op_line else {}
+            host_start = _line_times(line, events, trace.base_ns)
+            times = event_times(events, offset_stat, duration_stat)
+            start = times.offset_ps + (line.timestamp_ns - trace.base_ns) * 1000
+            duration = times.duration_ps
+            if line.name == "XLA Ops" and times.on_device.any():
+                both = times.on_device
+                names = columns["op_name"]
+                code = name_codes(names.values, op_names)[names.codes[both]]
+                on_both_clocks.append(
+                    (host_start[both], events.duration_ps[both], start[both], duration[both], code)
+                )
+                _add_note(trace, DEVICE_CLOCK_NOTE)
+            elif line.name != "XLA Ops" and clock is not None and not times.on_device.all():
+                moved = ~times.on_device
+                span_ops = None
+                if is_op_line:  # an async span names its done op
+                    names = columns["op_name"]
+                    starts_with = [None if n is None else async_start_name(n) for n in names.values]
+                    span_ops = (
+                        name_codes(starts_with, op_names)[names.codes[moved]],
+                        name_codes(names.values, op_names)[names.codes[moved]],
+                    )
+                moved_start, moved_duration = clock.spans(
+                    host_start[moved], events.duration_ps[moved], span_ops
+                )
+                start[moved] = moved_start
+                duration = duration.copy()
+                duration[moved] = moved_duration
+                _add_note(trace, MOVED_ONTO_DEVICE_CLOCK_NOTE)
             if line.name == "XLA Modules":
                 names = np.empty(count, dtype=object)
                 program = np.full(count, PROGRAM_NA, dtype=np.uint64)
@@ -326,7 +394,7 @@ def _read_tpu_plane(
                     module=names,
                     program_id=program,
                     start_ps=start,
-                    duration_ps=events.duration_ps,
+                    duration_ps=duration,
                     run_id=stats.ints(events, "run_id", np.full(count, NA_INT, dtype=np.int64)),
                 )
                 continue
@@ -339,15 +407,14 @@ def _read_tpu_plane(
                         name = meta.name if meta is not None else ""
                         number = int(name) if name.isdigit() else NA_INT
                     if number != NA_INT:
-                        end = int(start[index] + events.duration_ps[index])
+                        end = int(start[index] + duration[index])
                         trace.step_marks.append((number, int(start[index]), end, "Steps line"))
                 continue
-            columns = _columns_with_metadata(plane, stats, events, meta_stats)
             target = ops if line.name == "XLA Ops" else async_ops
             target.add(
                 device=np.full(count, ordinal, dtype=np.int64),
                 start_ps=start,
-                duration_ps=events.duration_ps,
+                duration_ps=duration,
                 **columns,
             )
 

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from profan.errors import HloSyntaxError
-from profan.hlo.devices.reader import Reader, check_perm, iota_devices
+from profan.hlo.devices.reader import MAX_DEVICES, Reader, check_perm, iota_devices
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,8 @@ def read_mesh(reader: Reader) -> MeshSpec:
     if any(s <= 0 for s in sizes):
         raise reader.error(f"mesh axis sizes {sizes} must be positive")
     total = math.prod(sizes)
+    if total > MAX_DEVICES:
+        raise reader.error(f"a mesh of {total} devices: more than the {MAX_DEVICES} accepted")
     if devices is None:
         devices = list(range(total))
     elif len(devices) != total or sorted(devices) != sorted(set(devices)):

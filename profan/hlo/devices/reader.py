@@ -10,6 +10,10 @@ import math
 
 from profan.errors import HloSyntaxError
 
+# Devices a group list may expand to (as profan.hlo.verify bounds replica groups): a larger
+# count is refused before its ids are listed.
+MAX_DEVICES = 1 << 20
+
 
 class Reader:
     def __init__(self, text: str, what: str) -> None:
@@ -133,6 +137,8 @@ def read_iota_tail(reader: Reader, count: int) -> list[int]:
     if reader.accept("T"):
         perm = reader.int_list("(", ")")
         check_perm(reader, perm, len(reshape))
+    if count > MAX_DEVICES:
+        raise reader.error(f"iota groups of {count} devices: more than the {MAX_DEVICES} accepted")
     if math.prod(reshape) != count:
         raise reader.error(
             f"iota reshape {reshape} holds {math.prod(reshape)} devices, "
