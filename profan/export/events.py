@@ -5,7 +5,8 @@ The readers (``profan.trace.xplane``, ``profan.trace.gpu``) turn op events into 
 joined to rows again here by device and time, which the readers keep exactly:
 
 * TPU: every event of a device plane's ``XLA Ops`` line is one execution, every event of its
-  ``Async XLA Ops`` line one async span (``Profile.async_ops``);
+  ``Async XLA Ops`` line one async span (``Profile.async_ops``), each timed as the reader
+  times it (``profan.trace.device_clock``: the device's clock where the events give it);
 * GPU: every event of a device plane holding an ``hlo_op`` stat is a kernel; an execution is
   consecutive kernels of one op, so a kernel belongs to the latest execution that started at or
   before it on its device (the reader's own grouping, seen from the other side);
@@ -21,15 +22,23 @@ then match a row with the same start and duration; every row is used once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from profan.trace.space import Plane
-from profan.trace.wire import KIND_INT, KIND_UINT, EventArrays, WireError, decode_events
+from profan.trace.device_clock import (
+    DEVICE_CLOCK_STATS,
+    ClockAnchors,
+    async_start_name,
+    event_times,
+    name_codes,
+)
+from profan.trace.space import Plane, line_events
+from profan.trace.wire import KIND_INT, KIND_REF, KIND_UINT, EventArrays, WireError, decode_events
 
 _DEVICE_PLANE = re.compile(r"^/device:(TPU|GPU):(\d+)")
+_HLO_LINE_NAME = re.compile(r"^%?([^\s=]+)\s*=")
 HOST_PLANE = "/host:CPU"
 TPU_OP_LINE = "XLA Ops"
 TPU_SPAN_LINE = "Async XLA Ops"  # async ops from start to done: Profile.async_ops
@@ -45,6 +54,21 @@ class PlaneRole:
     device: int
     hlo_op: int | None = None
     device_ordinal: int | None = None
+    device_offset: int | None = None  # TPU: the device clock's stats (device_clock)
+    device_duration: int | None = None
+    # TPU: the op events on both clocks, to time events the host timeline alone dates
+    clock: DeviceClock | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClock:
+    """A TPU plane's ``ClockAnchors``, on picoseconds after ``zero_ns``."""
+
+    anchors: ClockAnchors
+    zero_ns: int
+    op_names: dict[str, int]  # the anchors' name codes
+    hlo_op: int | None  # the stat an async span names its done by
+    stat_names: dict[int, str]
 
 
 @dataclass(slots=True)
@@ -71,7 +95,9 @@ def plane_role(plane: Plane, has_device_planes: bool) -> PlaneRole | None:
     """The role of a plane in a host whose planes include device planes or not."""
     match = _DEVICE_PLANE.match(plane.name)
     if match and match.group(1) == "TPU":
-        return PlaneRole("TPU", int(match.group(2)))
+        offset, duration = (_stat_id(plane, name) for name in DEVICE_CLOCK_STATS)
+        clock = _device_clock(plane, offset, duration)
+        return PlaneRole("TPU", int(match.group(2)), None, None, offset, duration, clock)
     if match:
         hlo_op = _stat_id(plane, "hlo_op")
         return PlaneRole("GPU", int(match.group(2)), hlo_op) if hlo_op is not None else None
@@ -80,6 +106,49 @@ def plane_role(plane: Plane, has_device_planes: bool) -> PlaneRole | None:
         if hlo_op is not None:
             return PlaneRole("CPU", NO_DEVICE, hlo_op, _stat_id(plane, "device_ordinal"))
     return None
+
+
+def _device_clock(plane: Plane, offset: int | None, duration: int | None) -> DeviceClock | None:
+    """The clock anchors of a TPU plane's ``XLA Ops`` events, as the reader builds them."""
+    lines = [line for line in plane.lines if line.name == TPU_OP_LINE and line.has_events]
+    if offset is None or duration is None or not lines:
+        return None
+    zero_ns = min(line.timestamp_ns for line in lines)
+    op_names: dict[str, int] = {}
+    keys = list(plane.event_metadata)
+    names = [plane.event_metadata[k].display_name or plane.event_metadata[k].name for k in keys]
+    code_of = dict(zip(keys, name_codes([_op_name(n) for n in names], op_names), strict=False))
+    parts = []
+    for line in lines:
+        try:
+            events = decode_events(list(line_events(line, "")), wanted_stats=[offset, duration])
+        except WireError:
+            continue  # a damaged line: the loader reported it
+        times = event_times(events, offset, duration)
+        both = times.on_device
+        shift = (line.timestamp_ns - zero_ns) * 1000
+        parts.append(
+            (
+                events.offset_ps[both] + shift,
+                events.duration_ps[both],
+                times.offset_ps[both] + shift,
+                times.duration_ps[both],
+                np.array([code_of.get(int(k), -1) for k in events.metadata_id[both]]),
+            )
+        )
+    if not parts or not sum(len(part[0]) for part in parts):
+        return None
+    columns = (np.concatenate(column) for column in zip(*parts, strict=True))
+    stat_names = {int(key): meta.name for key, meta in plane.stat_metadata.items()}
+    hlo_op = _stat_id(plane, "hlo_op")
+    return DeviceClock(ClockAnchors.of(*columns), zero_ns, op_names, hlo_op, stat_names)
+
+
+def _op_name(metadata_name: str) -> str:
+    """An op's name from its event metadata (the reader's rule: the display name, else the
+    name the HLO line assigns)."""
+    match = _HLO_LINE_NAME.match(metadata_name)
+    return match.group(1) if match else metadata_name
 
 
 def has_device_planes(planes: list[Plane]) -> bool:
@@ -169,7 +238,8 @@ class Matcher:
                 decoded.stat_metadata_id == role.device_ordinal
             )
             device[decoded.stat_event[hit]] = decoded.stat_int[hit]
-        rel = decoded.offset_ps + (timestamp_ns - self.origin.ns) * 1000
+        offset_ps, duration_ps = _times(role, line_name, timestamp_ns, decoded)
+        rel = offset_ps + (timestamp_ns - self.origin.ns) * 1000
         if self.origin.residual_ps is None:
             self.origin.estimate(rel, device, rows)
         rel = rel - (self.origin.residual_ps or 0)
@@ -183,12 +253,48 @@ class Matcher:
                 row[mine] = _containing(table, rel[mine])
                 rows.used[row[mine][row[mine] >= 0]] = True
             else:
-                row[mine] = _exact(table, rel[mine], decoded.duration_ps[mine], rows.used)
+                row[mine] = _exact(table, rel[mine], duration_ps[mine], rows.used)
         self.events += count
         self.unmatched += int((row < 0).sum())
-        return LineOps(
-            decoded.index, row, rel, decoded.duration_ps, device, decoded.metadata_id, spans
-        )
+        return LineOps(decoded.index, row, rel, duration_ps, device, decoded.metadata_id, spans)
+
+
+def _times(
+    role: PlaneRole, line_name: str, timestamp_ns: int, events: EventArrays
+) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets from the line's timestamp and durations of a line's events, as the reader
+    takes them: on a TPU the device's clock, where the events or the plane's ops give it."""
+    if role.kind != "TPU":
+        return events.offset_ps, events.duration_ps
+    times = event_times(events, role.device_offset, role.device_duration)
+    if line_name == TPU_OP_LINE or role.clock is None or times.on_device.all():
+        return times.offset_ps, times.duration_ps
+    shift = (timestamp_ns - role.clock.zero_ns) * 1000
+    moved = ~times.on_device
+    clock = role.clock
+    done = np.full(len(events), -1, dtype=np.int64)
+    if line_name == TPU_SPAN_LINE and clock.hlo_op is not None:  # a span names its done
+        rows = np.flatnonzero(events.stat_metadata_id == clock.hlo_op)
+        names = [
+            clock.stat_names.get(int(events.stat_int[row]))
+            if events.stat_kind[row] == KIND_REF
+            else events.stat_text(int(row)).decode("utf-8", "replace")
+            for row in rows
+        ]
+        done[events.stat_event[rows]] = name_codes(names, clock.op_names)[:-1]
+        starts = [None if n is None else async_start_name(n) for n in names]
+        begin = np.full(len(events), -1, dtype=np.int64)
+        begin[events.stat_event[rows]] = name_codes(starts, clock.op_names)[:-1]
+        span_ops = (begin[moved], done[moved])
+    else:
+        span_ops = None
+    start, duration = clock.anchors.spans(
+        events.offset_ps[moved] + shift, events.duration_ps[moved], span_ops
+    )
+    offset_ps, duration_ps = times.offset_ps.copy(), times.duration_ps.copy()
+    offset_ps[moved] = start - shift
+    duration_ps[moved] = duration
+    return offset_ps, duration_ps
 
 
 def _decode(role: PlaneRole, events: list[bytes]) -> EventArrays | None:
@@ -196,7 +302,9 @@ def _decode(role: PlaneRole, events: list[bytes]) -> EventArrays | None:
         return None
     try:
         if role.kind == "TPU":
-            return decode_events(events, wanted_stats=[])
+            hlo_op = role.clock.hlo_op if role.clock is not None else None
+            clock = [role.device_offset, role.device_duration, hlo_op]
+            return decode_events(events, wanted_stats=[s for s in clock if s is not None])
         wanted = [role.device_ordinal] if role.device_ordinal is not None else []
         return decode_events(events, wanted_stats=wanted, require_stats=[role.hlo_op or 0])
     except WireError:
