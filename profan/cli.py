@@ -156,8 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "user_chips", None):
             _use_chip_file(args.user_chips)
+        elif hasattr(args, "user_chips") and os.environ.get("PROFAN_CHIPS"):
+            # the variable's file is checked now too: a file that cannot be read is not ignored
+            _use_chip_file(os.environ["PROFAN_CHIPS"])
         if getattr(args, "user_kernels", None):
             _use_kernel_file(args.user_kernels)
+        elif hasattr(args, "user_kernels") and os.environ.get("PROFAN_KERNELS"):
+            _use_kernel_file(os.environ["PROFAN_KERNELS"])
         if getattr(args, "dask_scheduler", None):
             # profan.load reads it (profan.trace.executors.SCHEDULER_ENV), in every command.
             os.environ["PROFAN_SCHEDULER"] = args.dask_scheduler

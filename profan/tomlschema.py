@@ -1,18 +1,24 @@
-"""Typed TOML files: read one, check it against ``msgspec.Struct`` types, say what is wrong.
+"""Configuration files read one strict way, then checked against ``msgspec.Struct`` types.
+
+``read_config`` is the one reader of every file a user configures profan with (``profan.toml``,
+``--chips``, ``--kernels``, their environment variables, baselines and JSON reports): strict
+UTF-8 (a byte-order mark or UTF-16 text is named as such), decode errors as ``file:line:column``,
+nesting bounded, numbers finite.  A file that cannot be decoded is a ``ConfigError`` (exit 2),
+never ignored.
 
 ``msgspec`` does the checking (types, ranges, enumerations, unknown fields forbidden); this module
 turns its terse messages into ones a user can act on: the file, the key (``chips.h100.hbm_bytes``)
-and what is allowed there.  Used for the chip catalogue and the kernel registry; any other TOML
-file profan reads can use it too.
+and what is allowed there.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -26,19 +32,144 @@ _MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
 _STEP = re.compile(r"\.(\w[\w\-]*)|\[(\d+|\.\.\.)\]")
 
 
-def read_toml(path: str | Path, *, what: str) -> dict[str, Any]:
-    """The TOML document in ``path``; unreadable or malformed files raise ``ConfigError``."""
-    import tomllib  # only when a TOML file is read (a report from the cache reads none)
+Syntax = Literal["toml", "json"]
 
+# Deeper than any file profan writes or reads (a JSON report nests about 6 levels); bounded so
+# that a hostile file is an error, not a RecursionError.
+MAX_NESTING = 64
+_TOML_WHERE = re.compile(r"^(?P<what>.*?) \(at (?:line (?P<line>\d+), column (?P<col>\d+)|"
+                         r"(?P<end>end of document))\)$")  # fmt: skip
+
+
+def read_config(path: str | Path, *, what: str, syntax: Syntax) -> Any:
+    """The decoded document of the configuration file ``path`` (``syntax``: TOML or JSON).
+
+    Unreadable files, text that is not strict UTF-8, syntax errors, nesting deeper than
+    ``MAX_NESTING`` and numbers that are not finite all raise ``ConfigError`` naming the file and
+    where in it (line:column, or the key)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    return decode_config(data, origin=str(path), what=what, syntax=syntax)
+
+
+def decode_config(data: bytes, *, origin: str, what: str, syntax: Syntax) -> Any:
+    """``read_config`` on bytes already read; errors name ``origin``."""
+    text = _utf8_text(data, origin, what)
+    try:
+        document = _toml(text, origin) if syntax == "toml" else _json(text, origin)
+    except RecursionError:
+        raise ConfigError(
+            f"{origin}: {what} nests deeper than {MAX_NESTING} levels (profan's files nest a few)"
+        ) from None
+    _check_values(document, origin, what)
+    return document
+
+
+def read_toml(path: str | Path, *, what: str) -> dict[str, Any]:
+    """The TOML document in ``path`` (``read_config``)."""
+    document: dict[str, Any] = read_config(path, what=what, syntax="toml")
+    return document
+
+
+def _utf8_text(data: bytes, origin: str, what: str) -> str:
+    """``data`` as UTF-8 text; a byte-order mark, UTF-16 and other encodings are named."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ConfigError(
+            f"{origin}:1:1: {what} starts with a UTF-8 byte-order mark (BOM); expected UTF-8 "
+            "without one (save the file without the BOM)"
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{origin}:1:1: {what} is UTF-16 text; expected UTF-8 (convert it)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line, column = _position(data[: error.start].decode("utf-8"), len(data[: error.start]))
+        raise ConfigError(
+            f"{origin}:{line}:{column}: {what} is not UTF-8 (byte 0x{data[error.start]:02x}; "
+            "Latin-1 or another encoding?); expected UTF-8"
+        ) from None
+    if "\0" in text:
+        line, column = _position(text, text.index("\0"))
+        raise ConfigError(
+            f"{origin}:{line}:{column}: {what} holds a NUL character (UTF-16 text without a "
+            "byte-order mark?); expected UTF-8 text"
+        )
+    return text
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """The 1-based line and column of ``text[index]``."""
+    before = text[:index]
+    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+
+
+def _toml(text: str, origin: str) -> dict[str, Any]:
+    import tomllib  # only when a TOML file is read (a report from the cache reads none)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+        match = _TOML_WHERE.match(str(error))
+        if match is None:
+            raise ConfigError(f"{origin}: not valid TOML: {error}") from None
+        if match.group("end"):
+            line, column = _position(text, len(text))
+        else:
+            line, column = int(match.group("line")), int(match.group("col"))
+        raise ConfigError(
+            f"{origin}:{line}:{column}: not valid TOML: {match.group('what')}"
+        ) from None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _json(text: str, origin: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except _NotFinite as error:
+        raise ConfigError(
+            f"{origin}: not valid JSON: {error} is not a number (expected a finite number)"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{origin}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
+        ) from None
+
+
+def _check_values(document: Any, origin: str, what: str) -> None:
+    """Nesting at most ``MAX_NESTING`` deep and every float finite (``1e400`` decodes to inf);
+    iterative, so that the check itself cannot recurse too deep."""
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(
+                f"{origin}: {key or 'the document'}: {value} is not a finite number (expected a "
+                "finite number)"
+            )
+        if not isinstance(value, dict | list):
+            continue
+        if depth >= MAX_NESTING:
+            raise ConfigError(
+                f"{origin}: {key}: {what} nests deeper than {MAX_NESTING} levels (profan's "
+                "files nest a few)"
+            )
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            if isinstance(item, dict | list | float):
+                step = f"[{name}]" if isinstance(name, int) else (f".{name}" if key else name)
+                stack.append((item, key + step, depth + 1))
 
 
 def read_named_tables(path: str | Path, top: str, *, what: str) -> dict[str, Any]:

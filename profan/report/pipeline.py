@@ -477,12 +477,11 @@ def cache_key(
 
 
 def read_json_report(path: str | Path) -> Report:
-    import json
-
     from profan.report.model import Report
+    from profan.tomlschema import read_config
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read JSON report: {error}") from None
+    data = read_config(path, what="the JSON report", syntax="json")
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise ConfigError(f"{path}: schema_version: must be a whole number, got {version!r}")
     return Report.from_dict(data, where=str(path))

@@ -9,6 +9,7 @@ count — so the result is joined to HLO only when ``--hlo`` provides it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -27,6 +28,19 @@ def _int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return NA_INT
+
+
+# Microseconds that fit int64 picoseconds (about 107 days): anything beyond is not a trace time.
+_MAX_MICROSECONDS = float(2**63 - 1) / 1e6
+
+
+def _picoseconds(value: Any, path: str, key: str) -> int:
+    """A JSON time in microseconds as whole picoseconds; a number that is not finite or does
+    not fit (``1e400``) is a ``TraceError`` naming the event and key (ValueError: not a number)."""
+    microseconds = float(value)
+    if not math.isfinite(microseconds) or abs(microseconds) >= _MAX_MICROSECONDS:
+        raise TraceError(path, f"{key}: {value!r} µs; expected a finite time of at most 1e13 µs")
+    return round(microseconds * 1e6)
 
 
 def read_host_json(path: str, host: str) -> HostTrace:
@@ -60,16 +74,22 @@ def read_host_json(path: str, host: str) -> HostTrace:
     rows: dict[str, list[Any]] = {
         name: [] for name in ("device", "module", "op_name", "start", "dur", "run_id")
     }
-    for event in events:
+    for index, event in enumerate(events):
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         args = event.get("args") or {}
+        if not isinstance(args, dict):
+            raise TraceError(path, f"traceEvents[{index}].args: expected an object, got {args!r}")
         pid = event.get("pid")
         try:
-            start_ps = round(float(event.get("ts", 0)) * 1e6)
-            duration_ps = round(float(event.get("dur", 0)) * 1e6)
+            start_ps = _picoseconds(event.get("ts", 0), path, f"traceEvents[{index}].ts")
+            duration_ps = _picoseconds(event.get("dur", 0), path, f"traceEvents[{index}].dur")
         except (TypeError, ValueError):
             continue
+        if duration_ps < 0:
+            raise TraceError(
+                path, f"traceEvents[{index}].dur: {event.get('dur')!r} µs; expected a duration >= 0"
+            )
         if "step_num" in args:
             number = _int(args["step_num"])
             if number != NA_INT:
