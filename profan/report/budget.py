@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -152,6 +153,48 @@ class CheckResult:
     source: str | None = None  # file:line of the op concerned, for annotations
 
 
+def step_time_missing(report: Report) -> str | None:
+    """Why the report has no median step time a gate can use (None when it has one)."""
+    s = report.summary
+    median = s.step_time_median_s
+    if median is not None and math.isfinite(median) and median > 0:
+        return None
+    if not s.step_count:
+        return "the trace has no step markers, so there are no steps to time"
+    if median is None:
+        return f"none of its {s.step_count} steps has a duration"
+    return (
+        f"its {s.step_count} steps have a median of {seconds(median)} (zero-length or reversed "
+        "step markers), not a time"
+    )
+
+
+def mfu_missing(report: Report) -> str | None:
+    """Why the report has no MFU a gate can use (None when it has one)."""
+    s = report.summary
+    if report.trace.get("hlo_missing"):
+        return "the trace was joined to no HLO (pass --hlo DIR or the run's .xplane.pb)"
+    why = step_time_missing(report)
+    if why is not None:
+        return f"it needs the step time, and {why}"
+    if s.mfu is not None and math.isfinite(s.mfu) and s.mfu >= 0:
+        return None
+    if not s.scorer.get("peak_flops_per_s"):
+        return "the chip's peak FLOP/s is not known (give --chip)"
+    if not s.scorer.get("flops"):
+        return "no FLOPs were counted (no op joined to its HLO: give --hlo)"
+    if s.mfu is not None:
+        return f"the steps' MFU came out as {s.mfu!r}, not a share of the peak"
+    return "no step has a FLOP count and a time"
+
+
+def _whose(now: str | None, before: str | None) -> str | None:
+    """The reason a profile and its baseline cannot be compared on one figure, naming which."""
+    if now is not None:
+        return f"this profile: {now}"
+    return None if before is None else f"the baseline: {before}"
+
+
 def _per_step(report: Report, value: float) -> float:
     steps = report.summary.step_count
     return value / steps if steps else value
@@ -170,22 +213,30 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
     devices = max(s.device_count, 1)
     median = s.step_time_median_s
     if budget.step_time_s is not None:
-        ok = median is not None and median <= budget.step_time_s
-        results.append(
-            CheckResult(
-                "step_time",
-                ok,
-                f"median step time {seconds(median)} (budget {seconds(budget.step_time_s)})",
+        limit = f"budget {seconds(budget.step_time_s)}"
+        if (why := step_time_missing(report)) is not None:
+            results.append(
+                CheckResult("step_time", False, f"median step time unknown: {why} ({limit})")
             )
-        )
+        else:
+            assert median is not None  # (step_time_missing checked it)
+            results.append(
+                CheckResult(
+                    "step_time",
+                    median <= budget.step_time_s,
+                    f"median step time {seconds(median)} ({limit})",
+                )
+            )
     mfu = s.mfu
     if budget.mfu_min is not None:
-        ok = mfu is not None and mfu >= budget.mfu_min
-        results.append(
-            CheckResult(
-                "mfu", ok, f"MFU {percent(mfu)} (budget at least {percent(budget.mfu_min)})"
+        limit = f"budget at least {percent(budget.mfu_min)}"
+        if (why := mfu_missing(report)) is not None:
+            results.append(CheckResult("mfu", False, f"MFU unknown: {why} ({limit})"))
+        else:
+            assert mfu is not None  # (mfu_missing checked it)
+            results.append(
+                CheckResult("mfu", mfu >= budget.mfu_min, f"MFU {percent(mfu)} ({limit})")
             )
-        )
     if budget.exposed_comm_s is not None:
         exposed = s.exposed_comm_per_step_s
         if exposed is None:
@@ -241,6 +292,17 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                 )
             )
         if op_budget.min_efficiency is not None:
+            if all(op.efficiency is None for op in chosen):  # the gate must not vanish
+                results.append(
+                    CheckResult(
+                        f"{name}.efficiency",
+                        False,
+                        f"efficiency unknown: none of the {len(chosen)} op(s) matching "
+                        f"{op_budget.match!r} has an ideal time to measure it by (budget at "
+                        f"least {percent(op_budget.min_efficiency)})",
+                        chosen[0].source,
+                    )
+                )
             for op in chosen:
                 if op.efficiency is None:
                     continue
@@ -275,7 +337,12 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
     results: list[CheckResult] = []
     new_median = report.summary.step_time_median_s
     old_median = baseline.summary.step_time_median_s
-    if new_median is not None and old_median:
+    missing = _whose(step_time_missing(report), step_time_missing(baseline))
+    if missing is not None:
+        results.append(
+            CheckResult("baseline.step_time", False, f"step time could not be compared: {missing}")
+        )
+    elif new_median is not None and old_median is not None:
         limit = old_median * (1 + budget.step_time_tolerance)
         results.append(
             CheckResult(
@@ -287,7 +354,10 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
             )
         )
     new_mfu, old_mfu = report.summary.mfu, baseline.summary.mfu
-    if new_mfu is not None and old_mfu:
+    missing = _whose(mfu_missing(report), mfu_missing(baseline))
+    if missing is not None:
+        results.append(CheckResult("baseline.mfu", False, f"MFU could not be compared: {missing}"))
+    elif new_mfu is not None and old_mfu is not None:
         results.append(
             CheckResult(
                 "baseline.mfu",

@@ -301,9 +301,28 @@ def _spread(minimum: float | None, median: float | None) -> float:
     return max(median - minimum, 0.0) / minimum
 
 
+def _missing_step_time(entry: Entry, whose: str) -> str | None:
+    """Why ``entry`` has no step time to compare (None when it has one)."""
+    if entry.step_min_s is not None and entry.step_min_s > 0:
+        return None
+    if entry.steps == 0:
+        return f"{whose} has no steps (no step markers in its trace)"
+    return (
+        f"{whose} has {entry.steps} steps but no positive step time (zero-length or reversed "
+        "step markers)"
+    )
+
+
 def _time_results(new: Entry, old: Entry, policy: TimePolicy) -> list[CheckResult]:
-    if not new.step_min_s or not old.step_min_s:
-        return [CheckResult("baseline.step_time", True, "no step times to compare")]
+    missing = _missing_step_time(new, "this profile") or _missing_step_time(old, "the baseline")
+    if missing is not None:
+        if not policy.gates(new.device_kind):
+            text = f"{missing} (times do not gate on {new.device_kind}: [baseline] time_gate)"
+            return [CheckResult("baseline.step_time", True, f"step time not compared: {text}")]
+        return [
+            CheckResult("baseline.step_time", False, f"step time could not be compared: {missing}")
+        ]
+    assert new.step_min_s is not None and old.step_min_s is not None  # (just checked)
     noise = max(
         _spread(new.step_min_s, new.step_median_s), _spread(old.step_min_s, old.step_median_s)
     )
