@@ -256,6 +256,12 @@ def _read_planes(
     if device_planes:
         kinds = {kind for kind, _, _ in device_planes}
         trace.kind = "TPU" if "TPU" in kinds else "GPU"
+        if "GPU" in kinds:
+            from profan.trace.gpu import HostLaunches, read_gpu_plane  # (GPU traces only)
+
+            # the whole host plane's launches (read when a GPU plane needs them): a share
+            # reading a GPU plane groups its kernels as the whole host's read does
+            launches = HostLaunches(host_plane, path, trace.base_ns)
         for index, (kind, ordinal, plane) in enumerate(device_planes):
             trace.devices[ordinal] = plane_stats(plane)
             if index not in mine:
@@ -263,9 +269,7 @@ def _read_planes(
             if kind == "TPU":
                 _read_tpu_plane(plane, ordinal, trace, builder, async_builder, runs, path)
             else:
-                from profan.trace.gpu import read_gpu_plane  # (GPU traces only)
-
-                read_gpu_plane(plane, ordinal, trace, builder, path)
+                read_gpu_plane(plane, ordinal, trace, builder, path, launches)
         if host_plane is not None:
             _read_host_plane(host_plane, my_lines, trace, None, path)
     elif host_plane is not None:
