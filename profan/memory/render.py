@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 
 from profan.memory.model import MemoryReport, ProgramMemory
+from profan.report.escape import escaped, markdown_code
 from profan.report.format import percent, si
 
 TOP = 10
@@ -86,6 +87,7 @@ def _title(program: ProgramMemory) -> str:
 
 
 def terminal(report: MemoryReport, top: int = TOP) -> str:
+    report = escaped(report)  # names from the trace are data: no control character passes
     lines = [f"memory: {report.path}"]
     if report.chip:
         approx = " (approximate figure)" if report.chip_approximate else ""
@@ -122,16 +124,19 @@ def terminal(report: MemoryReport, top: int = TOP) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return text.replace("|", "\\|").replace("<", "&lt;")  # (a name in a cell is no tag)
 
 
 def markdown(report: MemoryReport, top: int = TOP) -> str:
-    lines = [f"# Memory: `{report.path}`", ""]
+    report = escaped(report)  # names from the trace are data: no control character passes
+    lines = [f"# Memory: {markdown_code(report.path)}", ""]
     if report.chip:
         lines.append(f"Chip **{report.chip}**: {size(report.hbm_bytes)} per device.")
         lines.append("")
     for program in report.programs:
-        lines.append(f"## `{program.module}` — {program.memory_space} memory ({program.source})")
+        lines.append(
+            f"## {markdown_code(program.module)} — {program.memory_space} memory ({program.source})"
+        )
         lines.append("")
         lines.append("| | |")
         lines.append("|---|---|")

@@ -9,6 +9,7 @@ from typing import Any
 from profan.errors import ConfigError
 from profan.hlo.model import Module
 from profan.hlo.printer import module_to_text
+from profan.report.escape import escaped, terminal
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
 from profan.report.terminal import ideal_lines, measured_lines, wait_lines
@@ -97,8 +98,12 @@ def source_summary(ops: list[OpEntry]) -> str:
 
 def render(report: Report, profile: Any, module_name: str | None = None) -> str:
     key, module = pick_module(report, profile, module_name)
+    report = escaped(report)  # names from the trace are data: no control character passes
     # the program's own ops (several programs may share a module name)
     ops = [op for op in report.ops if (op.program or op.module) in (key, module.name)]
     ops = [op for op in ops if op.program in (None, key)]
     header = f"// profan annotate: module {module.name} ({len(ops)} ops measured)\n"
-    return header + annotate(module_to_text(module), ops) + "\n" + source_summary(ops)
+    text = header + annotate(module_to_text(module), ops) + "\n" + source_summary(ops)
+    # The module's own names (printed by the HLO printer) reach the terminal too: no control
+    # character passes (a newline inside a name still breaks its line: the printer's to mend).
+    return "\n".join(terminal(line) for line in text.split("\n"))

@@ -38,12 +38,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
 from profan.errors import ConfigError
 from profan.report.config import NonNegative, RuleConfig
+from profan.report.escape import (
+    github_message,
+    github_property,
+    terminal,
+    xml_attribute,
+    xml_text,
+)
 from profan.report.format import percent, seconds
 from profan.report.hosts import host_checks
 from profan.report.memory import memory_checks
@@ -436,7 +442,11 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
 
 def summary_text(results: list[CheckResult]) -> str:
     failed = [r for r in results if not r.passed]
-    lines = [f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.message}" for r in results]
+    # (names from the trace are data: a newline in one starts no line of its own)
+    lines = [
+        f"{'PASS' if r.passed else 'FAIL'}  {terminal(r.name)}: {terminal(r.message)}"
+        for r in results
+    ]
     lines.append(
         f"profan check: {len(results) - len(failed)} passed, {len(failed)} failed"
         if results
@@ -449,23 +459,17 @@ def junit_xml(results: list[CheckResult], *, suite: str = "profan check") -> str
     failed = sum(not r.passed for r in results)
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites><testsuite name={quoteattr(suite)} tests="{len(results)}" '
+        f'<testsuites><testsuite name={xml_attribute(suite)} tests="{len(results)}" '
         f'failures="{failed}" errors="0">',
     ]
     for r in results:
-        parts.append(f'<testcase classname="profan.check" name={quoteattr(r.name)}>')
+        parts.append(f'<testcase classname="profan.check" name={xml_attribute(r.name)}>')
         if not r.passed:
-            parts.append(f"<failure message={quoteattr(r.message)}>{escape(r.message)}</failure>")
+            message = xml_attribute(r.message)
+            parts.append(f"<failure message={message}>{xml_text(r.message)}</failure>")
         parts.append("</testcase>")
     parts.append("</testsuite></testsuites>")
     return "\n".join(parts) + "\n"
-
-
-def _escape_annotation(text: str, *, property_value: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if property_value:
-        text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
 
 
 def github_annotations(results: list[CheckResult]) -> str:
@@ -481,10 +485,10 @@ def github_annotations(results: list[CheckResult]) -> str:
             if file.startswith(cwd):  # GitHub wants paths relative to the checkout
                 file = file[len(cwd) :]
             if line.isdigit():
-                location = f" file={_escape_annotation(file, property_value=True)},line={line}"
-        title = _escape_annotation(r.name, property_value=True)
+                location = f" file={github_property(file)},line={line}"
+        title = github_property(r.name)
         lines.append(
             f"::error{location}{',' if location else ' '}title={title}::"
-            + _escape_annotation(r.message)
+            + github_message(r.message)
         )
     return "\n".join(lines) + ("\n" if lines else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from profan.report.escape import escaped, terminal
 from profan.report.format import percent, seconds
 from profan.report.keys import pair_keys
 from profan.report.memory import diff_lines as memory_diff_lines
@@ -65,6 +66,8 @@ def render(
 ) -> str:
     """The comparison as text; an op's matching key goes to its own line when the line would
     be wider than ``width``."""
+    a, b = escaped(a), escaped(b)  # names from the traces are data
+    label_a, label_b = terminal(label_a), terminal(label_b)
     sa, sb = a.summary, b.summary
     lines = [f"profan diff\n  A: {label_a}\n  B: {label_b}", ""]
     rows = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from profan.report.escape import escaped, markdown_code, markdown_text
 from profan.report.format import (
     bytes_lines,
     flops_lines,
@@ -34,13 +35,14 @@ def _note(op: OpEntry) -> str:
 
 
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
+    report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
     devices = s.device_count
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
     legend = sources_legend(report.ops[:top])
     async_words = async_legend(report.ops[:top])
-    lines = [f"# profan report: `{report.trace.get('path', '')}`", ""]
+    lines = [f"# profan report: {markdown_code(report.trace.get('path', ''))}", ""]
     no_hlo = report.trace.get("hlo_missing")
     if no_hlo:
         lines += [f"**HLO:** {_cell(no_hlo)}", ""]
@@ -99,13 +101,13 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
     for op in report.ops[:top]:
         sharding = " ".join(sharding_lines(op)).strip()
         lines.append(
-            f"| `{_cell(op.label)}` | {op.category} | {op.occurrences} | "
+            f"| {markdown_code(op.label)} | {op.category} | {op.occurrences} | "
             f"{'<br>'.join(measured_lines(op))} | "
             f"{'<br>'.join(ideal_lines(op))} | {op.bound_by} | {percent(op.efficiency)} | "
             f"{'<br>'.join(wait_lines(op))} | "
             f"{'<br>'.join(flops_lines(op))} | {'<br>'.join(bytes_lines(op))} | "
             f"{_cell(sharding)} | "
-            f"{_cell(op.source or '')} | {_cell(', '.join(op.flags) + _note(op))} |"
+            f"{markdown_text(op.source or '')} | {_cell(', '.join(op.flags) + _note(op))} |"
         )
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)
@@ -117,10 +119,12 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
             lines += ["**profile** (whole trace, no single op)", ""]
         else:
             first = findings[0]
-            source = f" ({_cell(first.source)})" if first.source else ""
-            lines += [f"**`{_cell(labels.get(key) or first.name or key)}`**{source}", ""]
+            source = f" ({markdown_text(first.source)})" if first.source else ""
+            lines += [f"**{markdown_code(labels.get(key) or first.name or key)}**{source}", ""]
         for f in findings:
-            lines.append(f"- **{f.rule}**: {_cell(f.message)}. *Look at:* {f.look_at}")
+            lines.append(
+                f"- **{f.rule}**: {_cell(f.message).replace('<', '&lt;')}. *Look at:* {f.look_at}"
+            )
         lines.append("")
     if not report.findings:
         lines.append("None of the rules fired.")

@@ -17,6 +17,7 @@ from profan.chips import Chip
 from profan.memory.analyze import analyze_profile
 from profan.memory.render import buffers_svg, size, timeline_svg
 from profan.report.config import RuleConfig
+from profan.report.escape import markdown_code, markdown_text
 from profan.report.format import percent
 from profan.report.model import Finding, Report
 from profan.report.rules import OpContext, rule
@@ -129,20 +130,20 @@ def markdown_lines(report: Report, top: int = 5) -> list[str]:
     for e in report.memory:
         share = e["peak_bytes"] / e["hbm_bytes"] if e.get("hbm_bytes") else None
         lines.append(
-            f"| `{_cell(e['module'])}` | {e['memory_space']} | {size(e['peak_bytes'])} | "
+            f"| {markdown_code(e['module'])} | {e['memory_space']} | {size(e['peak_bytes'])} | "
             f"{percent(share)} | {size(e.get('headroom_bytes'))} | {size(e['argument_bytes'])} | "
             f"{size(e['output_bytes'])} | {size(e['alias_bytes'])} | {size(e['temp_bytes'])} | "
-            f"{_cell(e.get('peak_instruction') or '-')} |"
+            f"{markdown_text(e.get('peak_instruction') or '-')} |"
         )
     for e in _device(report)[:3]:
         if not e["top_buffers"]:
             continue
-        lines += ["", f"Largest buffers live at the peak of `{_cell(e['module'])}`:", ""]
+        lines += ["", f"Largest buffers live at the peak of {markdown_code(e['module'])}:", ""]
         lines += ["| size | kind | shape | instruction | source |", "|---:|---|---|---|---|"]
         for b in e["top_buffers"][:top]:
             lines.append(
                 f"| {size(b['size_bytes'])} | {b['kind']} | {_cell(b['shape'])} | "
-                f"`{_cell(b['name'])}` | {_cell(b.get('source') or '-')} |"
+                f"{markdown_code(b['name'])} | {markdown_text(b.get('source') or '-')} |"
             )
     return [*lines, ""]
 

@@ -6,6 +6,7 @@ import os
 import sys
 from typing import IO
 
+from profan.report.escape import escaped
 from profan.report.format import (
     bytes_lines,
     flops_lines,
@@ -202,6 +203,7 @@ def render(
     report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
 ) -> str:
     """The report as terminal text; no line is wider than ``width`` columns."""
+    report = escaped(report)  # names from the trace are data: no control character passes
     style = Style(colour)
     s = report.summary
     d = report.device
