@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 import profan
-from profan.cache import keys, store
+from profan.cache import keys, store, trust
 from profan.cache.grammars import open_grammar_cached
 from profan.cache.inputs import USER_CHIPS_ENV, USER_KERNELS_ENV, file_input, hlo_inputs
 from profan.cache.modules import cache_key, decode_module, encode_module
@@ -377,14 +377,19 @@ def test_least_recently_used_entries_go_first(cache: Path, monkeypatch: pytest.M
     monkeypatch.setenv(store.MAX_BYTES_ENV, "25k")
     assert store.write_entry("reports", "d", {}, [blob])
     assert sorted(e.stem for e in _entries(cache, "reports")) == ["a", "d"]
-    stale = cache / "hlo" / "0123-0.1.0-abcd.pickle"  # what older versions of profan wrote
-    stale.parent.mkdir()
-    stale.write_bytes(b"x")
+    # a temporary file a writer left an hour ago goes; a file the store did not write stays
+    # (the pickles older versions of profan wrote are not recognisably its own)
+    stale = cache / "reports" / ".profan-abcd1234.tmp"
+    stale.write_bytes(entries["a"].read_bytes()[:100])
+    os.utime(stale, (time.time() - 7200,) * 2)
+    pickled = cache / "hlo" / "0123-0.1.0-abcd.pickle"
+    pickled.parent.mkdir(exist_ok=True)
+    pickled.write_bytes(b"x")
     monkeypatch.setenv(store.MAX_BYTES_ENV, "0")  # nothing is written
     assert not store.write_entry("reports", "e", {}, [blob])
     monkeypatch.setenv(store.MAX_BYTES_ENV, "1G")
     store.evict(store.max_bytes())
-    assert not stale.exists()
+    assert not stale.exists() and pickled.exists()
 
 
 def test_a_command_evicts_once_at_its_end(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -424,8 +429,10 @@ def test_cache_command_info_and_clear(
     assert "reports" in out and "profiles" in out
     files = [p for p in cache.rglob("*") if p.is_file()]
     assert main(["cache", "clear"]) == 0
-    assert f"removed {len(files)} files" in capsys.readouterr().out
-    assert not [p for p in cache.rglob("*") if p.is_file()]
+    # every entry goes; the marker and the key that say the directory is profan's stay
+    kept = {cache / trust.MARKER, cache / trust.KEY_FILE}
+    assert f"removed {len(set(files) - kept)} files" in capsys.readouterr().out
+    assert {p for p in cache.rglob("*") if p.is_file()} == kept
     monkeypatch.setenv(store.MAX_BYTES_ENV, "lots")
     assert main(["cache", "info"]) == 2
     assert "PROFAN_CACHE_MAX_BYTES" in capsys.readouterr().err

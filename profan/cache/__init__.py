@@ -21,7 +21,9 @@ Below them, HLO modules (``modules``) and the parser's tables (``grammars``) are
 were before, now as data.
 
 **Modules.**  ``store``: the entry format (msgpack header naming the key, raw aligned blobs, a
-CRC; a damaged, truncated or foreign entry is a miss) and the LRU bound.  ``keys``: SHA-256 keys
+keyed MAC; a damaged, truncated, forged or foreign entry is a miss) and the LRU bound, which
+removes only entries the store wrote.  ``trust``: whether profan may use the cache directory
+(made by profan, the user's alone, no link followed) and the key of its MAC.  ``keys``: SHA-256 keys
 of the inputs, the options, profan's version and a hash of its code; local files by content
 with a stat shortcut, remote objects by generation/ETag.  ``inputs``: the key parts of a run,
 an HLO dump, the user's tables.  ``frames``: pandas tables as raw columns.

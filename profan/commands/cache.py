@@ -2,7 +2,9 @@
 
 The cache (``profan.cache``) holds loaded profiles, pod hosts' reduced results, built reports
 and parsed HLO, so that re-opening an unchanged profile reads no trace.  ``--no-cache`` on the
-commands that read traces neither reads nor writes it.
+commands that read traces neither reads nor writes it.  ``clear`` removes only the entries
+profan wrote, and only from a directory profan made (``profan.cache.trust``): a mistaken
+``PROFAN_CACHE_DIR`` is refused, with nothing removed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from profan.cache import store
+    from profan.cache import store, trust
     from profan.errors import ConfigError
     from profan.paths import cache_root
 
@@ -26,17 +28,29 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{store.MAX_BYTES_ENV}: {error}") from None
     root = cache_root()
     if args.action == "clear":
-        count, size = store.clear()
+        if not root.exists():
+            sys.stdout.write(f"removed 0 files (0 B): {root} does not exist\n")
+            return 0
+        try:
+            count, size = store.clear()
+        except trust.Refused as refused:
+            raise ConfigError(f"cache clear: {refused.reason}; nothing removed") from None
         sys.stdout.write(f"removed {count} files ({_size(size)}) from {root}\n")
         return 0
-    files = list(store.stored_files(store.all_kinds()))
+    lines = [f"cache    {root}"]
+    try:
+        trust.root(root, create=False)
+    except trust.Refused as refused:
+        lines.append(f"not used: {refused.reason}")
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
+    files = store.stored_files()
     total = sum(item.size for item in files)
-    lines = [
-        f"cache    {root}",
+    lines.append(
         f"size     {_size(total)} in {len(files)} files, bound {_size(bound)} "
-        f"(${store.MAX_BYTES_ENV}; least recently used entries go first)",
-    ]
-    for kind in store.all_kinds():
+        f"(${store.MAX_BYTES_ENV}; least recently used entries go first)"
+    )
+    for kind in sorted(store.KINDS):
         mine = [item for item in files if item.kind == kind]
         what = _KINDS.get(kind, "")
         size = sum(item.size for item in mine)
