@@ -122,7 +122,7 @@ def _folder(kind: str) -> tuple[trust.Root, Path] | None:
     try:
         return cache, trust.folder(cache, kind)
     except trust.Refused as refused:
-        trust.warn_once(refused.reason)
+        trust.warn_once(refused.reason, f"{kind} are not cached")
         return None
 
 

@@ -62,19 +62,20 @@ _VERIFIED: dict[tuple[str, int, int], Root] = {}
 _WARNED: set[str] = set()
 
 
-def warn_once(reason: str) -> None:
+def warn_once(reason: str, outcome: str = "running without the cache") -> None:
     """One line on stderr, once per process and reason: the command goes on without it."""
     if reason not in _WARNED:
         _WARNED.add(reason)
-        print(f"profan: warning: {reason}; running without the cache", file=sys.stderr)
+        print(f"profan: warning: {reason}; {outcome}", file=sys.stderr)
 
 
 def root(path: Path, *, create: bool = True) -> Root:
     """The cache root at ``path``, checked (``Refused`` when profan may not use it).
 
     ``create``: make the directory (``0700``) when missing, and adopt one that is empty or
-    holds only profan's folders (writing the marker and the key); otherwise a directory without
-    the marker is refused, and so is one without a key."""
+    holds only profan's folders (writing the marker), and make the key on first use.  Without
+    ``create`` (a look, ``profan cache info|clear``) a directory without the marker is refused
+    and no key is read."""
     status = _stat_root(path, create)
     _check_owner(path, status, "cache directory")
     identity = (str(path), status.st_dev, status.st_ino)
