@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -10,13 +11,30 @@ from profan.lazy import lazy_exports
 from profan.version import __version__
 
 if TYPE_CHECKING:
+    from profan import report
+    from profan.api import Report, ReportOptions
     from profan.capture import Capture, capture
     from profan.trace.options import LoadOptions
     from profan.trace.profile import Profile
 
 # Imported on first use: a command that never profiles (every CLI command) does not pay for
-# ``profan.capture``'s imports.
-__getattr__ = lazy_exports(__name__, {"Capture": "profan.capture", "capture": "profan.capture"})
+# ``profan.capture``'s imports, nor ``import profan`` for the API's.  ``profan.report`` is the
+# package of that name, which can be called (``profan.report(path)``: ``profan.api.report``).
+_exports = lazy_exports(
+    __name__,
+    {
+        "Capture": "profan.capture",
+        "capture": "profan.capture",
+        "Report": "profan.api",
+        "ReportOptions": "profan.api",
+    },
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "report":
+        return importlib.import_module("profan.report")
+    return _exports(name)
 
 
 def load(
@@ -27,12 +45,14 @@ def load(
     options: LoadOptions | None = None,
     **fields: Any,
 ) -> Profile:
-    """Load a trace directory or file into a ``Profile``.
+    """Load a trace into a ``Profile``: any path ``profan report`` reads (a trace or run
+    directory, a folder with ``trace/`` beside ``hlo/``, an ``.xplane.pb`` or
+    ``.trace.json.gz`` file, a ``gs://`` or ``s3://`` URL).
 
     Keywords are the fields of ``profan.trace.LoadOptions`` (``hlo``, ``run``, ``workers``,
     ``use_cache``, ...), or pass one ``options=LoadOptions(...)``; keywords override it.
     """
-    from profan.trace import load as _load
+    from profan.api import load as _load
 
     return _load(path, hlo=hlo, run=run, options=options, **fields)
 
@@ -50,4 +70,4 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-__all__ = ["Capture", "__version__", "capture", "load"]
+__all__ = ["Capture", "Report", "ReportOptions", "__version__", "capture", "load", "report"]

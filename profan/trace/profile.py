@@ -131,6 +131,18 @@ class Profile:
         default=None, compare=False, repr=False
     )
 
+    def __repr__(self) -> str:
+        # one line: the tables and modules run to megabytes (a notebook would print them all)
+        device = self.device
+        hosts = len(device.hosts)
+        kind = device.type_string or device.kind
+        run = f" (run {self.run})" if self.run else ""
+        return (
+            f"<profan.Profile {self.path}{run}: {device.count} × {kind} on {hosts} "
+            f"host{'s' if hosts != 1 else ''}, {len(self.steps)} steps, {len(self.ops)} op "
+            f"executions, {len(self.modules)} module{'s' if len(self.modules) != 1 else ''}>"
+        )
+
     def op_groups(self) -> tuple[np.ndarray, np.ndarray]:
         """``row_groups(self.ops, OP_IDENTITY)``: each execution's op, numbered in order of
         first appearance, and each op's first row (made once per ``ops`` frame)."""

@@ -1,0 +1,335 @@
+"""The Python API for notebooks and scripts: ``profan.report(path)`` and ``profan.load(path)``.
+
+``report`` takes the options of ``profan report`` (``ReportOptions``: the one place both build
+a report's options from) and returns a ``Report``: the op table as a DataFrame, the summary
+and findings, and the report in every format the CLI writes (``to_csv``, ``to_json``,
+``to_markdown``, ``to_html``), as text or into a file.  Both accept every input the CLI does:
+a trace directory (``plugins/profile/<run>``), a folder with ``trace/`` beside ``hlo/``, one
+``.xplane.pb`` or ``.trace.json.gz`` file, an object-storage URL (``gs://``, ``s3://``); a
+JSON report is read back.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from profan.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from profan.report import model
+    from profan.report.config import RuleConfig
+    from profan.report.pipeline import Progress
+    from profan.report.selection import OpFilter, OpOrder
+    from profan.trace.options import LoadOptions
+    from profan.trace.profile import Profile
+
+DEFAULT_TOP = 20
+# Every form of input the commands that read traces take (their --help says it).
+TRACE_INPUTS = (
+    "the trace: a profile directory (holding plugins/profile/<run>/), a run directory, a "
+    "folder with trace/ beside hlo/, an .xplane.pb or .trace.json.gz file, or the same in "
+    "object storage (gs://..., s3://...)"
+)
+# ops the notebook view (``Report._repr_html_``) lists: a glance, not the whole table
+HTML_VIEW_TOP = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOptions:
+    """The options of a report, as ``profan report`` takes them (``--chip``, ``--hlo``, ...)
+    and ``profan.report(path, **options)`` does.  ``config``: a profan.toml (its ``[rules]``)
+    or a ``RuleConfig``; ``chips``/``kernels``: TOML files of extra chips and custom-call
+    cost models; ``sort``/``filter``: which ops are listed and how (``profan.report.selection``);
+    ``top``: the ops the text formats list."""
+
+    chip: str | None = None
+    hlo: str | os.PathLike[str] | None = None
+    run: str | None = None
+    config: str | os.PathLike[str] | RuleConfig | None = None
+    top: int = DEFAULT_TOP
+    chips: str | os.PathLike[str] | None = None
+    kernels: str | os.PathLike[str] | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+    use_cache: bool = True
+    progress: bool = False
+    sort: str | None = None
+    filter: Sequence[str] | str = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
+            raise ConfigError(f"top must be a whole number of at least 1, got {self.top!r}")
+        if self.workers is not None and (isinstance(self.workers, bool) or self.workers < 1):
+            raise ConfigError(f"workers must be at least 1, got {self.workers!r}")
+
+    def filters(self) -> list[OpFilter]:
+        from profan.report.selection import parse_filter
+
+        texts = [self.filter] if isinstance(self.filter, str) else list(self.filter)
+        return [parse_filter(text) for text in texts]
+
+    def order(self) -> OpOrder | None:
+        from profan.report.selection import parse_order
+
+        return None if self.sort is None else parse_order(self.sort)
+
+    def rule_config(self) -> RuleConfig | None:
+        from profan.report.config import RuleConfig, load_rule_config
+
+        if isinstance(self.config, RuleConfig):
+            return self.config
+        return load_rule_config(None if self.config is None else str(self.config))
+
+    def pipeline(self, progress: Progress, *, page: bool = False) -> dict[str, Any]:
+        """The keywords of ``report_for`` / ``text_for`` (``profan.report.pipeline``)."""
+        return {
+            "chip": self.chip,
+            "hlo": None if self.hlo is None else str(self.hlo),
+            "run": self.run,
+            "config": self.rule_config(),
+            "progress": progress,
+            "use_cache": self.use_cache,
+            "page": page,
+        }
+
+
+@contextmanager
+def _settings(options: ReportOptions) -> Iterator[None]:
+    """Within: the user's chip and kernel files, workers and scheduler in force, as the CLI
+    sets them for its run (each checked first: a bad file fails before any trace is read);
+    the environment as it was afterwards, so a notebook's next call starts clean."""
+    wanted: dict[str, str] = {}
+    if options.chips is not None:
+        from profan.chips import USER_CHIPS_ENV, read_chip_file
+
+        read_chip_file(options.chips)
+        wanted[USER_CHIPS_ENV] = str(options.chips)
+    if options.kernels is not None:
+        from profan.cost.kernels import USER_KERNELS_ENV, read_kernel_file
+
+        read_kernel_file(options.kernels)
+        wanted[USER_KERNELS_ENV] = str(options.kernels)
+    if options.workers is not None:
+        wanted["PROFAN_WORKERS"] = str(options.workers)
+    if options.scheduler is not None:
+        wanted["PROFAN_SCHEDULER"] = options.scheduler
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def report(path: str | os.PathLike[str], **options: Any) -> Report:
+    """The report of a trace (or a JSON report read back): ``profan report PATH`` as an object.
+
+    ``options`` are ``ReportOptions``' fields: ``chip``, ``hlo``, ``run``, ``config``,
+    ``top``, ``chips``, ``kernels``, ``workers``, ``scheduler``, ``use_cache``, ``progress``,
+    ``sort``, ``filter``.
+    """
+    from profan.report.pipeline import Progress, report_for
+    from profan.report.selection import selected
+
+    chosen = ReportOptions(**options)
+    filters, order = chosen.filters(), chosen.order()  # (a bad one fails before the trace)
+    with _settings(chosen):
+        built = report_for(str(path), **chosen.pipeline(Progress(chosen.progress)))
+    return Report(selected(built, filters, order), top=chosen.top, path=str(path))
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    hlo: str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    options: LoadOptions | None = None,
+    **fields: Any,
+) -> Profile:
+    """``profan.trace.load`` of any path the CLI reads: a folder with ``trace/`` beside
+    ``hlo/`` reads the trace there joined to those dumps (unless ``hlo`` says otherwise)."""
+    from profan.report.pipeline import resolve_layout
+    from profan.trace import load as load_trace
+    from profan.trace.storage import is_remote
+
+    trace, dumps = (str(path), hlo) if is_remote(path) else resolve_layout(path, hlo)
+    if dumps is None and options is not None:
+        dumps = options.hlo
+    return load_trace(trace, hlo=dumps, run=run, options=options, **fields)
+
+
+@dataclass(eq=False, slots=True)
+class Report:
+    """A built report: ``ops`` (a DataFrame), ``summary``, ``findings``, and every format of
+    the CLI (``to_csv``, ``to_json``, ``to_markdown``, ``to_html``).  ``data`` is the whole
+    report as every renderer reads it (``profan.report.model.Report``)."""
+
+    data: model.Report
+    top: int = DEFAULT_TOP  # the ops the text formats list
+    path: str = ""  # what it was made from (outputs are never written inside it)
+    _ops: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        """One row per op (heaviest first), the JSON report's op fields as columns."""
+        if self._ops is None:
+            from profan.report.ops_table import ops_frame
+
+            self._ops = ops_frame(self.data)
+        return self._ops
+
+    @property
+    def summary(self) -> model.Summary:
+        return self.data.summary
+
+    @property
+    def findings(self) -> list[model.Finding]:
+        return self.data.findings
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.data.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as Python data (SCHEMA.md)."""
+        return self.data.to_dict()
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str | None:
+        """The JSON report (``profan report --format json``); written to ``path`` if given."""
+        return self._output(json_text(self.data), path)
+
+    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str | None:
+        """The op table as CSV (``profan report --format csv``); written to ``path`` if given."""
+        from profan.report.ops_table import ops_csv
+
+        return self._output(ops_csv(self.data), path)
+
+    def to_markdown(
+        self, path: str | os.PathLike[str] | None = None, *, top: int | None = None
+    ) -> str | None:
+        """The Markdown report (no plots); written to ``path`` if given."""
+        from profan.report import markdown
+
+        text = markdown.render(self.data, top=top or self.top, images={})
+        return self._output(text, path)
+
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, *, top: int | None = None
+    ) -> str | None:
+        """The HTML page of ``profan report --format html``; written to ``path`` if given."""
+        from profan.report import html as page
+
+        return self._output(page.render(self.data, top=top or self.top), path)
+
+    def to_text(self, *, top: int | None = None, width: int = 120) -> str:
+        """The terminal report, plain, ``width`` columns wide."""
+        from profan.report import terminal
+
+        return terminal.render(self.data, top=top or self.top, colour=False, width=width)
+
+    def _output(self, text: str, path: str | os.PathLike[str] | None) -> str | None:
+        if path is None:
+            return text
+        from profan.outputs import refuse_inputs, write_file
+
+        refuse_inputs([("path", path)], [("trace", self.path or None)])
+        write_file(Path(path), text, str(path))
+        return None
+
+    def __repr__(self) -> str:
+        return f"<profan.Report {describe(self.data)}>"
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the header and the top ops (the whole page is ``to_html``)."""
+        return html_view(self.data, min(self.top, HTML_VIEW_TOP))
+
+
+def json_text(data: model.Report) -> str:
+    """The JSON report's text, as ``profan report --format json`` prints it."""
+    import msgspec  # (json.dumps with an indent is pure Python: 10x slower)
+
+    encoded = msgspec.json.encode(data.to_dict())
+    return msgspec.json.format(encoded, indent=1).decode("utf-8") + "\n"
+
+
+def describe(data: model.Report) -> str:
+    """One line: trace, chip, devices, steps, ops (the short repr)."""
+    from profan.units import percent, seconds
+
+    device = data.device
+    kind = device.get("type") or device.get("kind") or "?"
+    summary = data.summary
+    step = summary.step_time_median_s
+    steps = f"{summary.step_count} steps" + (f" (median {seconds(step)})" if step else "")
+    mfu = f", MFU {percent(summary.mfu)}" if summary.mfu is not None else ""
+    trace = data.trace.get("path") or "?"
+    ops = f"{len(data.ops)} ops"
+    if summary.op_count and summary.op_count != len(data.ops):
+        ops += f" (of {summary.op_count}: filtered)"
+    return (
+        f"{trace}: chip {data.chip.get('name', '?')}, {device.get('count', '?')} × {kind}, "
+        f"{steps}, {ops}{mfu}"
+    )
+
+
+def html_view(data: model.Report, top: int) -> str:
+    """A small HTML block for a notebook: the report's header and its ``top`` ops."""
+    from profan.report.format import seconds
+    from profan.units import percent
+
+    summary = data.summary
+    header = [
+        ("trace", str(data.trace.get("path", ""))),
+        ("chip", str(data.chip.get("display_name") or data.chip.get("name", ""))),
+        ("devices", f"{data.device.get('count', '?')} × {data.device.get('kind', '?')}"),
+        ("steps", f"{summary.step_count}, median {seconds(summary.step_time_median_s)}"),
+        ("MFU", percent(summary.mfu) if summary.mfu is not None else "-"),
+        ("ops", f"{len(data.ops)}, findings {len(data.findings)}"),
+    ]
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{name}</th><td>{html.escape(value)}</td></tr>"
+        for name, value in header
+    )
+    head = "".join(
+        f"<th>{name}</th>"
+        for name in ("op", "category", "n", "measured", "ideal", "bound", "eff", "flags")
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(cell)}</td>"
+            for cell in (
+                op.label,
+                op.category,
+                str(op.occurrences),
+                seconds(op.measured_s),
+                seconds(op.roofline_s),
+                op.bound_by,
+                percent(op.efficiency) if op.efficiency is not None else "-",
+                ", ".join(op.flags),
+            )
+        )
+        + "</tr>"
+        for op in data.ops[:top]
+    )
+    more = len(data.ops) - min(top, len(data.ops))
+    tail = f"<p>{more} more ops: <code>.ops</code> has them all.</p>" if more > 0 else ""
+    return (
+        "<div class='profan-report'><b>profan report</b>"
+        f"<table>{rows}</table><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>{tail}</div>"
+    )
