@@ -15,6 +15,7 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
+from profan.report.kernels import short_name
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
 from profan.report.terminal import (
@@ -31,7 +32,12 @@ def _cell(text: str) -> str:
 
 
 def _note(op: OpEntry) -> str:
-    return f"<br>note: {op.note}" if op.note else ""
+    note = f"<br>note: {op.note}" if op.note else ""
+    if op.kernels:  # GPU: the op's heaviest kernel (JSON and HTML: all of them)
+        top = op.kernels[0]
+        more = f", +{len(op.kernels) - 1} more" if len(op.kernels) > 1 else ""
+        note += f"<br>kernel: {markdown_code(short_name(top['name']))}×{top['count']}{more}"
+    return note
 
 
 def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:

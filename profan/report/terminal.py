@@ -19,6 +19,7 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import terminal_lines as hosts_terminal_lines
+from profan.report.kernels import kernel_summary
 from profan.report.layout import (
     DEFAULT_WIDTH,
     Column,
@@ -188,6 +189,10 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
                 lines.append(style(line, "red"))
         if report.ops[index].note:
             for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
+                lines.append(style(line, "dim"))
+        if report.ops[index].kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
+            text = f"kernel: {kernel_summary(report.ops[index].kernels, limit=1)}"
+            for line in para(text, width, indent=2, hang=8):
                 lines.append(style(line, "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
