@@ -16,7 +16,6 @@ from profan.chips import Chip
 from profan.report import keys, rules, summary
 from profan.report.config import RuleConfig
 from profan.report.hosts import hosts_section, straggler_findings
-from profan.report.kernels import op_kernels
 from profan.report.memory import memory_section
 from profan.report.model import OpEntry, Report, Scalar
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
@@ -141,8 +140,6 @@ def _entries(
     )
     key_of = dict(zip(order, stable_keys, strict=True))
     matmul_tables: dict[str, dict[str, Any]] = {}
-    kernels_of = op_kernels(analysis.profile.kernels)
-    gpu = analysis.profile.kernels is not None
     entries = []
     for index, record in enumerate(records):
         module_key = str(record.get("module_key") or "")
@@ -193,7 +190,6 @@ def _entries(
             faster_executions=_optional_int(record.get("faster_executions")) or None,
             note=_text(record.get("note")),
             program=module_key or None,
-            kernels=kernels_of.get((str(record["module"]), module_key, name), []) if gpu else None,
         )
         entries.append((entry, module_key))
     _label(entries)

@@ -15,7 +15,6 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
-from profan.report.kernels import short_name
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
 from profan.report.terminal import (
@@ -32,15 +31,18 @@ def _cell(text: str) -> str:
 
 
 def _note(op: OpEntry) -> str:
-    note = f"<br>note: {op.note}" if op.note else ""
-    if op.kernels:  # GPU: the op's heaviest kernel (JSON and HTML: all of them)
-        top = op.kernels[0]
-        more = f", +{len(op.kernels) - 1} more" if len(op.kernels) > 1 else ""
-        note += f"<br>kernel: {markdown_code(short_name(top['name']))}×{top['count']}{more}"
-    return note
+    return f"<br>note: {op.note}" if op.note else ""
 
 
-def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
+def render(
+    report: Report,
+    *,
+    top: int = 20,
+    images: dict[str, str] | None = None,
+    heading: str | None = None,
+) -> str:
+    """The report as Markdown; ``heading``: the op table's title when its ops were selected
+    (``profan.report.selection``)."""
     report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
     devices = s.device_count
@@ -93,7 +95,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         lines += ["", f"![{name}]({src})"]
     lines += [
         "",
-        f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
+        f"## {heading or f'Top {min(top, len(report.ops))} ops of {len(report.ops)}'}",
         "",
         f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
         "executions (n counts every device)."

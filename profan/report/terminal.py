@@ -19,7 +19,6 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import terminal_lines as hosts_terminal_lines
-from profan.report.kernels import kernel_summary
 from profan.report.layout import (
     DEFAULT_WIDTH,
     Column,
@@ -143,10 +142,13 @@ def _op_columns() -> list[Column]:
     ]
 
 
-def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
+def op_table(
+    report: Report, top: int, width: int, style: Style, op_total: float | None = None
+) -> list[str]:
     """The top-ops table fitted to ``width``: flags go to a line under their op, wrapping
-    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``)."""
-    op_total = sum(op.measured_s for op in report.ops) or 1.0
+    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``).
+    ``op_total``: the time % is a share of (default: the listed ops' total)."""
+    op_total = op_total or sum(op.measured_s for op in report.ops) or 1.0
     rows: list[dict[str, list[str]]] = []
     for op in report.ops[:top]:
         rows.append(
@@ -190,10 +192,6 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
         if report.ops[index].note:
             for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
                 lines.append(style(line, "dim"))
-        if report.ops[index].kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
-            text = f"kernel: {kernel_summary(report.ops[index].kernels, limit=1)}"
-            for line in para(text, width, indent=2, hang=8):
-                lines.append(style(line, "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
@@ -205,9 +203,17 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
 
 
 def render(
-    report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
+    report: Report,
+    *,
+    top: int = 20,
+    colour: bool = False,
+    width: int = DEFAULT_WIDTH,
+    heading: str | None = None,
+    op_total: float | None = None,
 ) -> str:
-    """The report as terminal text; no line is wider than ``width`` columns."""
+    """The report as terminal text; no line is wider than ``width`` columns.  ``heading``:
+    the op table's title when its ops were selected (``profan.report.selection``), and
+    ``op_total`` the time of all ops, which the % column is a share of."""
     report = escaped(report)  # names from the trace are data: no control character passes
     style = Style(colour)
     s = report.summary
@@ -313,7 +319,7 @@ def render(
     async_words = async_legend(report.ops[:top])
     out.extend(
         style(line, "bold")
-        for line in para(f"Top {shown} ops of {len(report.ops)} by total time", width)
+        for line in para(heading or f"Top {shown} ops of {len(report.ops)} by total time", width)
     )
     out.extend(
         style(line, "dim")
@@ -328,7 +334,7 @@ def render(
     legend = sources_legend(report.ops[:top])
     if legend:
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
-    out.extend(op_table(report, top, width, style))
+    out.extend(op_table(report, top, width, style, op_total))
     out.append("")
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
