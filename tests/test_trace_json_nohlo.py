@@ -131,3 +131,59 @@ def test_a_gpu_json_takes_device_stats_not_hlo_from_the_xplane_beside_it(
     profile = profan.load(path)
     (note,) = [n for n in profile.notes if "beside the JSON" in n]
     assert "not its HLO" in note
+
+
+_ROOFLINE_COLUMNS = ("ideal", "bound", "eff", "FLOPs", "bytes")
+
+
+@pytest.mark.parametrize("name", ["transformer", "gpu_transformer_nocb"])
+def test_a_json_alone_prints_no_roofline_columns_and_its_unmatched_time(
+    fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """No HLO, no ideal, bound, efficiency, FLOPs or bytes (they were '0 s / unknown / - / ?'),
+    no time by bound (all 'unknown'), and the unmatched events' own time (was '0 s': the ops'
+    sum counted them as matched)."""
+    path = _alone(fixtures_dir, name, tmp_path)
+    extra = ["--chip", "h100"] if name.startswith("gpu") else []
+    data = json.loads(_report(path, "json", capsys, *extra))
+    s = data["summary"]
+    unmatched_events = sum(u["count"] for u in data["unmatched"])
+    assert unmatched_events > 1000  # every op event of the JSON: there is no HLO to join to
+    assert s["unmatched_op_time_s"] == pytest.approx(s["total_op_time_s"]) and s["total_op_time_s"]
+    assert s["matched_op_time_s"] == pytest.approx(0.0, abs=1e-12)
+    if not name.startswith("gpu"):
+        assert s["unmatched_op_time_s"] == pytest.approx(sum(_cpu_op_times(path).values()))
+    term = _report(path, "term", capsys, *extra)
+    (header,) = [line for line in term.splitlines() if line.startswith("op ")]
+    assert header.split()[:4] == ["op", "category", "n", "measured"]
+    assert not set(header.split()) & set(_ROOFLINE_COLUMNS)
+    assert "time by bound" not in term and "ideal, FLOPs" not in term
+    assert "not shown at" not in term  # left out, not hidden for want of room
+    (line,) = [line for line in term.splitlines() if line.startswith("Unmatched:")]
+    assert line.startswith(f"Unmatched: {unmatched_events} op events (")
+    assert "(0 s," not in line
+    markdown = _report(path, "md", capsys, *extra)
+    (table_head,) = [line for line in markdown.splitlines() if line.startswith("| op |")]
+    assert not {cell.strip() for cell in table_head.split("|")} & set(_ROOFLINE_COLUMNS)
+    assert "## Time by bound" not in markdown and "ideal, FLOPs" not in markdown
+    out = tmp_path / "html"
+    assert main(["report", str(path), "--format", "html", "--out", str(out), *extra]) == 0
+    capsys.readouterr()
+    (page,) = out.glob("*.html")
+    html = page.read_text()
+    header = html.split("</header>")[0]
+    assert "class='bound-row'" not in header and "time by category" in header
+    assert "Measured: summed" in html and "Measured, ideal, FLOPs" not in html
+
+
+def test_a_report_joined_to_hlo_keeps_its_roofline_columns(
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = fixtures_dir / "transformer" / "trace"
+    data = json.loads(_report(path, "json", capsys))
+    assert data["summary"]["unmatched_op_time_s"] == 0.0 and not data["unmatched"]
+    term = _report(path, "term", capsys)
+    (header,) = [line for line in term.splitlines() if line.startswith("op ")]
+    assert {"ideal", "bound", "eff"} <= set(header.split())
+    assert "time by bound" in term
+    assert "## Time by bound" in _report(path, "md", capsys)

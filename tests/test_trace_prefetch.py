@@ -59,13 +59,16 @@ def _same_host(a: HostTrace, b: HostTrace) -> None:
             column_a, column_b = _plain(columns_a[name]), _plain(columns_b[name])
             assert column_a.dtype == column_b.dtype, (field, name)
             assert pd.Series(column_a).equals(pd.Series(column_b)), (field, name)
-    assert dict(a.graph_kernels).keys() == dict(b.graph_kernels).keys()
-    for name, parts in a.graph_kernels.items():
-        assert len(parts) == len(b.graph_kernels[name])
-        for part_a, part_b in zip(parts, b.graph_kernels[name], strict=True):
-            assert part_a.dtype == part_b.dtype and pd.Series(part_a).equals(pd.Series(part_b))
+    for table in ("graph_kernels", "kernels"):  # a list of parts per column
+        parts_a, parts_b = dict(getattr(a, table)), dict(getattr(b, table))
+        assert parts_a.keys() == parts_b.keys()
+        for name, parts in parts_a.items():
+            assert len(parts) == len(parts_b[name])
+            for part_a, part_b in zip(parts, parts_b[name], strict=True):
+                assert part_a.dtype == part_b.dtype
+                assert pd.Series(part_a).equals(pd.Series(part_b))
     for field in dataclasses.fields(HostTrace):
-        if field.name not in ("ops", "async_ops", "module_runs", "graph_kernels"):
+        if field.name not in ("ops", "async_ops", "module_runs", "graph_kernels", "kernels"):
             assert getattr(a, field.name) == getattr(b, field.name), field.name
 
 

@@ -3,7 +3,7 @@ form) and one pod host's reduced result (what the pod map sends back).
 
 A stored profile is its scalars and small tables in msgpack (device, unmatched reasons, notes,
 the cross-host view, each HLO module field by field as ``profan.cache.modules`` writes them)
-and its three tables (``ops``, ``steps``, ``async_ops``) as raw columns
+and its tables (``ops``, ``steps``, ``async_ops``, ``kernels``) as raw columns
 (``profan.cache.frames``); the serialized HloProtos of the programs that ran are blobs as they
 are.  Reading one back checks every type (``msgspec``) and builds the tables on the entry's
 buffer: it costs a fraction of a read of the xplane it came from (``benchmarks/README.md``).
@@ -41,6 +41,7 @@ class _ProfileMeta(msgspec.Struct, forbid_unknown_fields=True):
     ops: Table
     steps: Table
     async_ops: Table | None
+    kernels: Table | None
 
 
 class _SummaryMeta(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
@@ -81,6 +82,7 @@ def write_profile(key: str, profile: Profile, *, background: bool = False) -> bo
             "async_ops": None
             if profile.async_ops is None
             else encode_frame(profile.async_ops, blobs),
+            "kernels": None if profile.kernels is None else encode_frame(profile.kernels, blobs),
         }
     except Unsupported:
         return False
@@ -124,6 +126,7 @@ def read_profile(key: str) -> Profile | None:
             origin_ns=meta.origin_ns,
             hosts=meta.hosts,
             hlo_protos={name: bytes(blobs[index]) for name, index in meta.hlo_protos.items()},
+            kernels=None if meta.kernels is None else decode_frame(meta.kernels, blobs),
         )
     except _DECODE_ERRORS:
         return None

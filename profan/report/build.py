@@ -16,8 +16,10 @@ from profan.chips import Chip
 from profan.report import keys, rules, summary
 from profan.report.config import RuleConfig
 from profan.report.hosts import hosts_section, straggler_findings
+from profan.report.kernels import op_kernels
 from profan.report.memory import memory_section
 from profan.report.model import OpEntry, Report, Scalar
+from profan.report.notes import distinct
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.roofline import Score
 from profan.sharding import ShardingReport
@@ -140,6 +142,8 @@ def _entries(
     )
     key_of = dict(zip(order, stable_keys, strict=True))
     matmul_tables: dict[str, dict[str, Any]] = {}
+    kernels_of = op_kernels(analysis.profile.kernels)
+    gpu = analysis.profile.kernels is not None
     entries = []
     for index, record in enumerate(records):
         module_key = str(record.get("module_key") or "")
@@ -190,6 +194,7 @@ def _entries(
             faster_executions=_optional_int(record.get("faster_executions")) or None,
             note=_text(record.get("note")),
             program=module_key or None,
+            kernels=kernels_of.get((str(record["module"]), module_key, name), []) if gpu else None,
         )
         entries.append((entry, module_key))
     _label(entries)
@@ -228,6 +233,14 @@ def _rule_contexts(profile: Profile, entries: list[tuple[OpEntry, str]]) -> list
     return contexts
 
 
+def _unmatched_time(profile: Profile) -> float:
+    """Seconds of the op events joined to no HLO instruction (all devices)."""
+    ops = profile.ops
+    if not len(ops):
+        return 0.0
+    return float(ops.loc[~ops["matched"].astype(bool), "duration_s"].sum())
+
+
 # Findings that need no HLO: they read the measured times alone.
 _WITHOUT_HLO_RULES = frozenset({"idle-gaps", "straggler-host"})
 
@@ -264,6 +277,7 @@ def build_report(
             by_bound_s=dict(score.summary.time_by_bound_s),
         ),
         total_event_time_s=float(profile.ops["duration_s"].sum()) if len(profile.ops) else 0.0,
+        unmatched_event_time_s=_unmatched_time(profile),
         device_count=int(profile.device.count or 1),
         scorer=_scorer_figures(score),
     )
@@ -283,7 +297,8 @@ def build_report(
             {"reason": u.reason, "count": int(u.count), "examples": list(u.examples)[:5]}
             for u in profile.unmatched
         ],
-        trace={"path": str(profile.path), "run": profile.run},
+        # the readers' words on where the measured side came from (device clock, joins, HLO)
+        trace={"path": str(profile.path), "run": profile.run, "notes": distinct(profile.notes)},
     )
     missing = hlo_missing(profile)
     if missing is not None:

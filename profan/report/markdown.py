@@ -15,9 +15,13 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
+from profan.report.kernels import short_name
 from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
+from profan.report.notes import HEADING as NOTES_HEADING
+from profan.report.notes import more_text, notes_shown
 from profan.report.terminal import (
+    ROOFLINE_COLUMNS,
     async_legend,
     ideal_lines,
     measured_lines,
@@ -30,25 +34,40 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# The op table's columns and their alignment rows (``---:``: right-aligned).
+_COLUMNS = (
+    ("op", "---"),
+    ("category", "---"),
+    ("n", "---:"),
+    ("measured", "---:"),
+    ("ideal", "---:"),
+    ("bound", "---"),
+    ("eff", "---:"),
+    ("wait", "---:"),
+    ("FLOPs", "---:"),
+    ("bytes", "---:"),
+    ("sharding", "---"),
+    ("source", "---"),
+    ("flags", "---"),
+)
+
+
 def _note(op: OpEntry) -> str:
-    return f"<br>note: {op.note}" if op.note else ""
+    note = f"<br>note: {op.note}" if op.note else ""
+    if op.kernels:  # GPU: the op's heaviest kernel (JSON and HTML: all of them)
+        top = op.kernels[0]
+        more = f", +{len(op.kernels) - 1} more" if len(op.kernels) > 1 else ""
+        note += f"<br>kernel: {markdown_code(short_name(top['name']))}×{top['count']}{more}"
+    return note
 
 
-def render(
-    report: Report,
-    *,
-    top: int = 20,
-    images: dict[str, str] | None = None,
-    heading: str | None = None,
-) -> str:
-    """The report as Markdown; ``heading``: the op table's title when its ops were selected
-    (``profan.report.selection``)."""
+def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
     report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
     devices = s.device_count
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
-    legend = sources_legend(report.ops[:top])
+    legend = None if report.trace.get("hlo_missing") else sources_legend(report.ops[:top])
     async_words = async_legend(report.ops[:top])
     lines = [f"# profan report: {markdown_code(report.trace.get('path', ''))}", ""]
     no_hlo = report.trace.get("hlo_missing")
@@ -89,34 +108,43 @@ def render(
         "|---|---:|",
     ]
     lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_category_s.items()]
-    lines += ["", "## Time by bound", "", "| bound | time per device |", "|---|---:|"]
-    lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_bound_s.items() if v]
+    if not no_hlo:  # without the HLO every op's bound is unknown: no section
+        lines += ["", "## Time by bound", "", "| bound | time per device |", "|---|---:|"]
+        lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_bound_s.items() if v]
+    columns = [c for c in _COLUMNS if not (no_hlo and c[0] in ROOFLINE_COLUMNS)]
     for name, src in (images or {}).items():
         lines += ["", f"![{name}]({src})"]
     lines += [
         "",
-        f"## {heading or f'Top {min(top, len(report.ops))} ops of {len(report.ops)}'}",
+        f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
         "",
-        f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
+        f"{'measured' if no_hlo else 'measured, ideal, FLOPs and bytes'}: summed over all "
+        f"{devices} devices and the op's n "
         "executions (n counts every device)."
         + (f" {async_words[0].upper()}{async_words[1:]}." if async_words else "")
         + (f" {legend}." if legend else ""),
         "",
-        "| op | category | n | measured | ideal | bound | eff | wait | FLOPs | bytes | sharding "
-        "| source | flags |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|",
+        "| " + " | ".join(name for name, _ in columns) + " |",
+        "|" + "|".join(align for _, align in columns) + "|",
     ]
     for op in report.ops[:top]:
         sharding = " ".join(sharding_lines(op)).strip()
-        lines.append(
-            f"| {markdown_code(op.label)} | {op.category} | {op.occurrences} | "
-            f"{'<br>'.join(measured_lines(op))} | "
-            f"{'<br>'.join(ideal_lines(op))} | {op.bound_by} | {percent(op.efficiency)} | "
-            f"{'<br>'.join(wait_lines(op))} | "
-            f"{'<br>'.join(flops_lines(op))} | {'<br>'.join(bytes_lines(op))} | "
-            f"{_cell(sharding)} | "
-            f"{markdown_text(op.source or '')} | {_cell(', '.join(op.flags) + _note(op))} |"
-        )
+        cells = {
+            "op": markdown_code(op.label),
+            "category": op.category,
+            "n": str(op.occurrences),
+            "measured": "<br>".join(measured_lines(op)),
+            "ideal": "<br>".join(ideal_lines(op)),
+            "bound": op.bound_by,
+            "eff": percent(op.efficiency),
+            "wait": "<br>".join(wait_lines(op)),
+            "FLOPs": "<br>".join(flops_lines(op)),
+            "bytes": "<br>".join(bytes_lines(op)),
+            "sharding": _cell(sharding),
+            "source": markdown_text(op.source or ""),
+            "flags": _cell(", ".join(op.flags) + _note(op)),
+        }
+        lines.append("| " + " | ".join(cells[name] for name, _ in columns) + " |")
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
@@ -143,4 +171,9 @@ def render(
         lines += [f"- {u['count']} events: {u['reason']}" for u in report.unmatched]
     else:
         lines.append("Every op event was joined to its HLO instruction.")
+    notes, rest = notes_shown(report)
+    if notes:
+        lines += ["", f"## {NOTES_HEADING}", ""]
+        lines += [f"- {markdown_text(note)}" for note in notes]
+        lines += [f"- {more_text(rest)}"] if rest else []
     return "\n".join(lines) + "\n"

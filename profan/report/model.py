@@ -86,6 +86,10 @@ class OpEntry:
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
     # that name (profan.report.build); reports written before it existed read back with name
     label: str = ""
+    # GPU: the kernels the op ran, heaviest first, over its executions on every device
+    # (profan.report.kernels: name, count, time_s, launch, launch_configs, tile); None where
+    # the trace has no kernels (TPU, CPU) or the report predates the field
+    kernels: list[dict[str, Any]] | None = None
     # The HTML page's detail pane (profan.report.page; null unless the report was built for
     # the page): the instruction as profan prints it, a fusion's fused computation, and the
     # source stack innermost first (``file:line in function``)

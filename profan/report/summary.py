@@ -211,15 +211,17 @@ def summarise(
     facts: Overlap,
     busy: BusyTime,
     total_event_time_s: float,
+    unmatched_event_time_s: float,
     device_count: int,
     scorer: dict[str, Scalar],
 ) -> Summary:
     """The summary figures (before the rules ran: ``findings`` stays None).  Step time
-    statistics are over the trace's step windows (what the profiler recorded as the step)."""
+    statistics are over the trace's step windows (what the profiler recorded as the step).
+    ``unmatched_event_time_s``: the op events joined to no HLO instruction (they have rows in
+    ``ops`` too, cost unknown, so the ops' sum cannot tell them apart)."""
     windows = [s.get("window_s", s.get("measured_s")) for s in steps]
     step_times = np.array([w for w in windows if w], dtype=float)
     devices = max(device_count, 1)
-    matched = sum(op.measured_s for op in ops)
     time_by_bound = {**dict.fromkeys(BOUNDS, 0.0), **busy.by_bound_s, "idle": busy.idle_s}
     gaps = [
         steps[i + 1]["start_s"] - steps[i]["end_s"]
@@ -237,8 +239,8 @@ def summarise(
         step_time_p90_s=float(np.percentile(step_times, 90)) if have_steps else None,
         mfu=_optional(scorer.get("mfu")),
         total_op_time_s=total_event_time_s,
-        matched_op_time_s=matched,
-        unmatched_op_time_s=total_event_time_s - matched,
+        matched_op_time_s=total_event_time_s - unmatched_event_time_s,
+        unmatched_op_time_s=unmatched_event_time_s,
         op_count=len(ops),
         device_count=devices,
         time_by_category_s=dict(sorted(busy.by_category_s.items(), key=lambda kv: -kv[1])),

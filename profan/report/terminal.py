@@ -19,6 +19,7 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.hosts import terminal_lines as hosts_terminal_lines
+from profan.report.kernels import kernel_summary
 from profan.report.layout import (
     DEFAULT_WIDTH,
     Column,
@@ -33,6 +34,8 @@ from profan.report.layout import (
 )
 from profan.report.memory import terminal_lines as memory_terminal_lines
 from profan.report.model import OpEntry, Report
+from profan.report.notes import HEADING as NOTES_HEADING
+from profan.report.notes import more_text, notes_shown
 from profan.report.rules import RULES
 from profan.report.splits import split_text
 
@@ -118,6 +121,8 @@ def async_legend(ops: list[OpEntry]) -> str | None:
 
 
 KEY_COLUMNS = ("op", "category", "measured", "ideal", "bound", "eff")
+# What needs the HLO: a report joined to none shows none of them (trace.hlo_missing).
+ROOFLINE_COLUMNS = ("ideal", "bound", "eff", "FLOPs", "bytes")
 # Dropped in this order while the table does not fit (after flags move under the op and the
 # wrapping columns shrink): totals first, the source line last.
 _DROP_ORDER = (("FLOPs", "bytes"), ("n",), ("%",), ("sharding",), ("source",))
@@ -142,13 +147,10 @@ def _op_columns() -> list[Column]:
     ]
 
 
-def op_table(
-    report: Report, top: int, width: int, style: Style, op_total: float | None = None
-) -> list[str]:
+def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
     """The top-ops table fitted to ``width``: flags go to a line under their op, wrapping
-    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``).
-    ``op_total``: the time % is a share of (default: the listed ops' total)."""
-    op_total = op_total or sum(op.measured_s for op in report.ops) or 1.0
+    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``)."""
+    op_total = sum(op.measured_s for op in report.ops) or 1.0
     rows: list[dict[str, list[str]]] = []
     for op in report.ops[:top]:
         rows.append(
@@ -174,6 +176,8 @@ def op_table(
     for optional in ("sharding", "wait"):
         if not any(row[optional] for row in rows):
             columns = [c for c in columns if c.header != optional]
+    if report.trace.get("hlo_missing"):  # joined to no HLO: no ideal, bound or cost
+        columns = [c for c in columns if c.header not in ROOFLINE_COLUMNS]
     if not any(row["flags"] for row in rows):
         columns = [c for c in columns if c.header != "flags"]
     flags_below = False
@@ -192,10 +196,16 @@ def op_table(
         if report.ops[index].note:
             for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
                 lines.append(style(line, "dim"))
+        if report.ops[index].kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
+            text = f"kernel: {kernel_summary(report.ops[index].kernels, limit=1)}"
+            for line in para(text, width, indent=2, hang=8):
+                lines.append(style(line, "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
     hidden = [h for h in hidden if h != "flags" or not flags_below]
+    if report.trace.get("hlo_missing"):  # left out, not hidden for want of room
+        hidden = [h for h in hidden if h not in ROOFLINE_COLUMNS]
     hidden = [h for h in hidden if any(row.get(h) for row in rows)]
     advice = "widen the terminal, set COLUMNS, or use --format md|html|json"
     lines.extend(hidden_note(hidden, width, style, advice))
@@ -203,17 +213,9 @@ def op_table(
 
 
 def render(
-    report: Report,
-    *,
-    top: int = 20,
-    colour: bool = False,
-    width: int = DEFAULT_WIDTH,
-    heading: str | None = None,
-    op_total: float | None = None,
+    report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
 ) -> str:
-    """The report as terminal text; no line is wider than ``width`` columns.  ``heading``:
-    the op table's title when its ops were selected (``profan.report.selection``), and
-    ``op_total`` the time of all ops, which the % column is a share of."""
+    """The report as terminal text; no line is wider than ``width`` columns."""
     report = escaped(report)  # names from the trace are data: no control character passes
     style = Style(colour)
     s = report.summary
@@ -310,31 +312,33 @@ def render(
     bounds = s.time_by_bound_s
     total_b = sum(bounds.values()) or 1.0
     bound_text = ", ".join(f"{k} {seconds(v)} ({v / total_b:.0%})" for k, v in bounds.items() if v)
-    for i, line in enumerate(para("per device: " + bound_text, width - 18, hang=0)):
+    by_bound = [] if no_hlo else para("per device: " + bound_text, width - 18, hang=0)
+    for i, line in enumerate(by_bound):  # no HLO: every op's bound is unknown
         label = "time by bound" if i == 0 else ""
         out.append(f"{style(label.ljust(16), 'bold')}  {line}")
     out.append("")
 
+    totals = "measured" if no_hlo else "measured, ideal, FLOPs and bytes"
     shown = min(top, len(report.ops))
     async_words = async_legend(report.ops[:top])
     out.extend(
         style(line, "bold")
-        for line in para(heading or f"Top {shown} ops of {len(report.ops)} by total time", width)
+        for line in para(f"Top {shown} ops of {len(report.ops)} by total time", width)
     )
     out.extend(
         style(line, "dim")
         for line in para(
-            f"measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's "
+            f"{totals}: summed over all {devices} devices and the op's "
             "n executions (n counts every device); % of all op time"
             + (f"; {async_words}" if async_words else ""),
             width,
             hang=2,
         )
     )
-    legend = sources_legend(report.ops[:top])
+    legend = None if no_hlo else sources_legend(report.ops[:top])
     if legend:
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
-    out.extend(op_table(report, top, width, style, op_total))
+    out.extend(op_table(report, top, width, style))
     out.append("")
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
@@ -388,6 +392,14 @@ def render(
             out.extend(para(text, width, indent=2, hang=12))
     else:
         out.append("Unmatched: 0 op events (every event was joined to its HLO instruction)")
+    notes, rest = notes_shown(report)
+    if notes:
+        out.append("")
+        out.append(style(NOTES_HEADING, "bold"))
+        for note in notes:
+            out.extend(para(f"- {note}", width, indent=2, hang=2))
+        if rest:
+            out.append(f"  {more_text(rest)}")
     return "\n".join(out) + "\n"
 
 

@@ -16,7 +16,9 @@ Everything is per device and then the step's busiest device:
   exceeds ``measured_s``; where only a cap keeps it there, ``note`` says so.
 * ``mfu``: the step's FLOPs over all its devices (the trace's ``model_flops`` where it has
   them, else profan's) divided by the chip's dense ``MFU_PEAK_DTYPE`` peak x ``measured_s`` x the
-  devices that ran ops in the step.
+  devices that ran ops in the step.  A device of the trace that ran no op at all is not counted
+  (the programs did not run on it: its idle time is no part of theirs); the first step's note
+  says how many there were, and, for a trace without step markers, which rule chose the steps.
 * ``share_<bound>``: the share of the step's op time whose op is bound by it.
 """
 
@@ -34,6 +36,7 @@ from profan.arrays import distinct
 from profan.chips import Chip
 from profan.roofline.terms import BOUNDS
 from profan.trace.join import spread_category
+from profan.trace.steps import inferred_steps
 from profan.units import seconds
 
 if TYPE_CHECKING:
@@ -219,6 +222,23 @@ def _time_by_bound(frame: _Executions) -> dict[str, dict[int, float]]:
     }
 
 
+def _first_step_notes(profile: Profile, devices: pd.Series) -> list[str]:
+    """What the first step's note says of every step: which rule chose the steps of a trace
+    without step markers, and the devices MFU is over where some of the trace's ran no op."""
+    notes = []
+    rule = inferred_steps(profile.notes)
+    if rule is not None:
+        notes.append(f"steps: {rule}")
+    ran = len(distinct(devices.cat.codes.to_numpy())[0]) if len(devices) else 0
+    planes = profile.device.count
+    if ran and planes > ran:
+        notes.append(
+            f"MFU is over the {ran} device{'s' if ran > 1 else ''} that ran ops; "
+            f"{planes - ran} of the trace's {planes} devices ran none and are not counted"
+        )
+    return notes
+
+
 def step_rows(
     profile: Profile,
     chip: Chip,
@@ -260,12 +280,13 @@ def step_rows(
     op_time = op_time.to_dict()
     model_flops = model_flops.to_dict()
     bound_time = {bound: by_bound[bound] for bound in BOUNDS if bound in by_bound}
+    first_notes = _first_step_notes(profile, devices)
     rows = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step
         if step not in ideal_of:
             continue
-        notes: list[str] = list(device_notes.get(step, []))
+        notes: list[str] = [*([] if rows else first_notes), *device_notes.get(step, [])]
         ideal, span = float(ideal_of[step]), float(span_of[step])
         window = float(step_row.duration_s)
         measured = max(window, span)

@@ -31,6 +31,7 @@ from google.protobuf.message import Message
 
 from profan.arrays import among
 from profan.trace.command_buffers import COMMAND_BUFFER
+from profan.trace.kernels import add_parts, kernel_totals
 from profan.trace.planes import (
     NA_INT,
     PROGRAM_NA,
@@ -175,6 +176,7 @@ def read_gpu_plane(
         launches = host.scopes
     names = ["hlo_op", "hlo_module", "program_id", "unique_hlo_op_id"]
     names.append("scope_range_id" if by_scope_range else "correlation_id")
+    names.append("kernel_details")
     wanted = [stats.id(n) for n in names if stats.id(n) is not None]
     parts: dict[str, list[Any]] = {name: [] for name in _KERNEL_COLUMNS}
     for number, line in enumerate(plane.lines):
@@ -197,6 +199,7 @@ def read_gpu_plane(
             )
             parts["scope"].append(_scopes(stats, events, by_scope_range, launches))
             parts["kernel_id"].append(events.metadata_id)
+            parts["details"].append(stats.coded(events, "kernel_details"))
     if not parts["start"]:
         return
     columns = {name: joined(values) for name, values in parts.items()}
@@ -207,6 +210,10 @@ def read_gpu_plane(
         dtype=bool,
     )
     in_graph = in_graph_name[names_coded.codes]
+    # each kernel's name: its event's (one lookup per distinct kernel)
+    kernel_ids, kernel_of = np.unique(columns["kernel_id"], return_inverse=True)
+    kernel_names = [_event_name(plane, int(key)) for key in kernel_ids]
+    columns["kernel"] = Coded.by_key(kernel_names, kernel_of)
     if in_graph.any():
         # Kernels inside command buffers are attributed once the module is known (load.py).
         rows = np.flatnonzero(in_graph)
@@ -215,10 +222,8 @@ def read_gpu_plane(
         for name in ("start", "duration", "program", "around", "line", "scope"):
             graph[name].append(columns[name][rows])
         graph["name"].append(names_coded.take(rows).objects())
-        graph["module"].append(columns["module"].take(rows).objects())
-        kernel_ids, inverse = np.unique(columns["kernel_id"][rows], return_inverse=True)
-        kernel_names = [_event_name(plane, int(key)) for key in kernel_ids]
-        graph["kernel"].append(np.array(kernel_names, dtype=object)[inverse])
+        for name in ("module", "kernel", "details"):
+            graph[name].append(columns[name].take(rows).objects())
     rows = np.flatnonzero(~in_graph)
     if len(rows):
         mine = {
@@ -227,6 +232,7 @@ def read_gpu_plane(
         }
         found = _executions(mine)
         ops.add(device=np.full(len(found["start_ps"]), ordinal, dtype=np.int64), **found)
+        add_parts(trace.kernels, kernel_totals(mine, ordinal))
 
 
 _KERNEL_COLUMNS = (
@@ -239,6 +245,7 @@ _KERNEL_COLUMNS = (
     "around",
     "scope",
     "kernel_id",
+    "details",
 )
 
 

@@ -191,6 +191,14 @@ def load_events(
         if len(steps):
             steps_by_time(async_ops, steps, origin_ps)
 
+    kernels = None
+    if kind == "GPU":
+        from profan.trace.kernels import kernel_frame
+
+        def key_of(program: int, name: str | None) -> str | None:
+            return module_key(program, name, modules, keys_by_program, keys_by_name)[0]
+
+        kernels = kernel_frame(hosts, module_names, key_of)
     device = _device_info(kind, hosts, ops)
     table = _finish(ops, origin_ps, columns)
     del ops  # the reader-level frame: the public table replaces it
@@ -213,6 +221,7 @@ def load_events(
     )
     profile.async_ops = _finish(async_ops, origin_ps) if len(async_ops) else None
     profile.hlo_protos = program_bytes
+    profile.kernels = kernels
     profile.notes = notes
     profile.origin_ns = base_ns + origin_ps // 1000
     if len(with_ops) > 1:
@@ -438,6 +447,7 @@ def _attribute_graph_kernels(
     and add them to ``host.ops`` as op executions."""
     from profan.trace.command_buffers import attribute  # (GPU traces only)
     from profan.trace.gpu import executions_of_kernels
+    from profan.trace.kernels import add_parts, kernel_totals
 
     columns = {name: np.concatenate(parts) for name, parts in host.graph_kernels.items()}
     host.graph_kernels = {}
@@ -479,7 +489,9 @@ def _attribute_graph_kernels(
     parts = []
     for device in np.unique(columns["device"]):
         mine = columns["device"] == device
-        parts.append(executions_of_kernels({n: v[mine] for n, v in columns.items()}, int(device)))
+        theirs = {n: v[mine] for n, v in columns.items()}
+        parts.append(executions_of_kernels(theirs, int(device)))
+        add_parts(host.kernels, kernel_totals(theirs, int(device)))
     for part in parts:
         if not host.ops:
             host.ops = part

@@ -116,6 +116,9 @@ class HostTrace:
     # GPU kernels that ran inside command buffers (hlo_op ``command_buffer_N``), not yet
     # attributed to instructions: column name -> one array per device plane.
     graph_kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
+    # GPU kernels summed per (device, module, program, op, kernel, details): column name -> one
+    # array per device plane (``profan.trace.kernels.KERNEL_PARTS``)
+    kernels: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
     host_launches: int = 0  # /host:CPU events with hlo_op beside device planes (not ops)
     planes: list[str] = field(default_factory=list)  # plane names, for error messages

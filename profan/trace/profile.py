@@ -121,6 +121,10 @@ class Profile:
     # The serialized HloProto (module and buffer assignment) of every program that ran, by
     # ``name(program_id)``: what the memory analysis reads, so it never reads the trace again.
     hlo_protos: dict[str, bytes] = field(default_factory=dict, repr=False)
+    # GPU: the kernels each op ran, per device (``profan.trace.kernels.KERNEL_DTYPES``): one
+    # row per (host, device, op, kernel name, launch details), counted and timed; None
+    # elsewhere, and for a pod read host by host (``profan.trace.pod``'s reduced form)
+    kernels: pd.DataFrame | None = None
     # instruction() lookups: module key -> instruction name -> instruction (built on first use)
     _instructions: dict[str, dict[str, Instruction]] = field(
         default_factory=dict, compare=False, repr=False

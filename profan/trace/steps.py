@@ -1,21 +1,38 @@
-"""Steps of a profile: from the trace's step markers, else one per execution of the dominant
-module; every op row gets the step it belongs to.
+"""Steps of a profile: from the trace's step markers, else from the executions of the program
+that is the step, else one window over the whole busy span; every op row gets the step it
+belongs to.
 
 Markers, in order of preference: TPU ``Steps`` lines and ``StepTraceAnnotation`` events
-(``step_num``).  Without them, each execution of the module with the most op time is a step,
-found from the ``XLA Modules`` line (TPU), the ``run_id`` of each execution (CPU/GPU), or else
-the recurrences of that module's first op.
+(``step_num``).  Without them, programs are told apart by program id (one module name can be
+several programs: ``jit_dot`` on six shapes), and the program with the most op time is the step
+when it is the only program, when every other program's ops run inside its executions, or when
+it holds most of the op time and nearly all of the op time runs between its first execution and
+the end of its last (``_step_rule``).  Its executions are found from the ``XLA Modules`` line
+(TPU), the ``run_id`` of each execution (CPU), or else the recurrences of its first op (GPU).
+When no program is the step (programs that ran one after another, as a benchmark runs them),
+the one step is the whole busy span.  A note (``STEPS_NOTE``, read by ``inferred_steps``) says
+which rule chose the steps.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from profan.trace.planes import NA_INT, HostTrace
+from profan.trace.planes import NA_INT, PROGRAM_NA, HostTrace
 from profan.trace.profile import row_groups
+
+# The prefix of the note that says how the steps of a trace without step markers were found.
+STEPS_NOTE = "steps: "
+# Without markers, the busiest program's executions are the steps when it holds more than half
+# of the op time (no other program, nor all the others together, hold more) and at most a tenth
+# of the op time runs before its first execution or after its last: a profile that starts or
+# stops mid-loop catches a little of the programs around it, but where more lies outside, the
+# steps would leave that work out (before the first) or pile it onto the last step.
+_STEP_PROGRAM_SHARE = 0.5
+_STEP_COVERAGE = 0.9
 
 
 def assign_steps(
@@ -49,7 +66,7 @@ def assign_steps(
         else:
             steps_by_time(ops, per_step, 0, by_execution=True)
         return per_step
-    return _steps_from_dominant_module(ops, hosts, base_ns, notes)
+    return _steps_without_marks(ops, hosts, base_ns, notes)
 
 
 def _windows(table: pd.DataFrame) -> pd.DataFrame:
@@ -90,22 +107,156 @@ def steps_by_time(
         frame.iloc[rows, frame.columns.get_loc("step")] = values
 
 
-def _steps_from_dominant_module(
+def _steps_without_marks(
     ops: pd.DataFrame, hosts: list[HostTrace], base_ns: int, notes: list[str]
 ) -> pd.DataFrame:
-    """No step markers: one step per execution of the module with the most op time."""
-    busy = ops.groupby("module", dropna=True)["duration_ps"].sum()
-    if busy.empty:
+    """No step markers: one step per execution of the program that is the step (``_step_rule``),
+    else one window over the whole busy span."""
+    program, labels, names, ids = _programs(ops)
+    if not labels:
         notes.append("no steps: no step markers and no module names on the ops")
         return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
-    dominant = str(busy.idxmax())
-    windows: list[tuple[int, Any, int, int]] = []  # (step, device, start, end)
+    durations = ops["duration_ps"].to_numpy(dtype=np.float64)
+    named = program >= 0
+    busy = np.bincount(program[named], weights=durations[named], minlength=len(labels))
+    dominant = int(np.argmax(busy))
+    devices = _Devices.of(ops)
+    mine = program == dominant
+    windows, source = _executions(
+        ops, hosts, base_ns, mine, names[dominant], ids[dominant], devices
+    )
+    if not windows:
+        notes.append(f"no steps: found no executions of the dominant module {labels[dominant]}")
+        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
+    table = pd.DataFrame(windows, columns=["step", "device", "start", "end"])
+    times = ops["_start_ps"].to_numpy()
+    step, inside, within = _place(table, devices, times)
+    total = float(durations.sum()) or 1.0
+    share = float(busy[dominant]) / total
+    covered = float(durations[within].sum()) / total
+    why = _step_rule(share, covered, bool(inside[~mine].all()), int((busy > 0).sum()))
+    if why is None:
+        # Programs ran one after another (a benchmark of separate programs): the executions of
+        # one are not the trace's steps, and a window per execution of every program would
+        # average unrelated programs and leave out the gaps between them, which the busy span,
+        # the idle time and the timeline all count.  One window covers what they cover.
+        table = _busy_span(ops, devices, times)
+        step, _, _ = _place(table, devices, times)
+    ops["step"] = pd.array(np.where(step >= 0, step, 0), dtype="Int64")
+    ops.loc[step < 0, "step"] = pd.NA
+    per_step = table.groupby("step").agg(start_ps=("start", "min"), end_ps=("end", "max"))
+    per_step["duration_ps"] = (table["end"] - table["start"]).groupby(table["step"]).max()
+    if why is None:
+        rule = (
+            "one window over the whole busy span (each device's first op to its last): no step "
+            f"markers, and no program is the step: the busiest, {labels[dominant]}, holds "
+            f"{share:.1%} of the op time, and {covered:.1%} of all op time runs between the "
+            "start of its first execution and the end of its last (programs run one after "
+            "another)"
+        )
+    else:
+        rule = (
+            f"one per execution of the dominant module {labels[dominant]} ({source}; "
+            f"{len(per_step)} steps): no step markers, and {why}"
+        )
+    notes.append(STEPS_NOTE + rule)
+    return per_step.reset_index()
+
+
+def _step_rule(share: float, covered: float, nested: bool, programs: int) -> str | None:
+    """Why the busiest program's executions are the trace's steps (``share``: its share of the
+    op time; ``covered``: the share of the op time that starts between the start of its first
+    execution and the end of its last on the same device; ``nested``: every other op starts
+    inside one of its executions), or None when they are not."""
+    if programs == 1:
+        return "it is the only program that ran"
+    if nested:
+        return "every other program's ops run inside its executions"
+    if share > _STEP_PROGRAM_SHARE and covered >= _STEP_COVERAGE:
+        return (
+            f"it holds {share:.1%} of the op time, with {covered:.1%} of all op time between "
+            "the start of its first execution and the end of its last"
+        )
+    return None
+
+
+def inferred_steps(notes: list[str]) -> str | None:
+    """How the steps of a trace without step markers were found (the note ``assign_steps``
+    wrote), or None where the steps are the trace's own markers."""
+    for note in notes:
+        if note.startswith(STEPS_NOTE):
+            return note[len(STEPS_NOTE) :]
+    return None
+
+
+def _programs(ops: pd.DataFrame) -> tuple[np.ndarray, list[str], list[str], list[int | None]]:
+    """The program of each op row (-1: no module name), and each program's label
+    (``name(program id)``, or the name where the trace gives no id), module name and program
+    id.  Programs are told apart by id: one name can be several programs (``jit_dot`` on six
+    shapes is six programs)."""
+    group, first = row_groups(ops, ("module", "program_id"))
+    code_of = np.full(len(first), -1, dtype=np.int64)
+    labels: list[str] = []
+    names: list[str] = []
+    ids: list[int | None] = []
+    modules = ops["module"].iloc[first].tolist()
+    programs = ops["program_id"].to_numpy()[first].tolist()
+    for index, (module, program_id) in enumerate(zip(modules, programs, strict=True)):
+        if pd.isna(module):
+            continue
+        code_of[index] = len(labels)
+        known = program_id != int(PROGRAM_NA)
+        labels.append(f"{module}({program_id})" if known else str(module))
+        names.append(str(module))
+        ids.append(int(program_id) if known else None)
+    return code_of[group], labels, names, ids
+
+
+@dataclass(slots=True)
+class _Devices:
+    """Each op row's device (``code``, an index into ``labels``: ``host/device``), and the
+    rows of each device (``order``: the rows sorted by device, ``bounds``: where each starts)."""
+
+    code: np.ndarray
+    labels: list[str]
+    order: np.ndarray
+    bounds: np.ndarray
+
+    @classmethod
+    def of(cls, ops: pd.DataFrame) -> _Devices:
+        code, first = row_groups(ops, ("host", "device"))
+        hosts = ops["host"].iloc[first].astype(str).tolist()
+        numbers = ops["device"].iloc[first].astype(str).tolist()
+        labels = [f"{host}/{number}" for host, number in zip(hosts, numbers, strict=True)]
+        order = np.argsort(code, kind="stable")
+        bounds = np.searchsorted(code[order], np.arange(len(labels) + 1))
+        return cls(code, labels, order, bounds)
+
+    def rows(self, index: int) -> np.ndarray:
+        return self.order[self.bounds[index] : self.bounds[index + 1]]
+
+
+def _executions(
+    ops: pd.DataFrame,
+    hosts: list[HostTrace],
+    base_ns: int,
+    mine: np.ndarray,
+    module: str,
+    program_id: int | None,
+    devices: _Devices,
+) -> tuple[list[tuple[int, str, int, int]], str]:
+    """The windows (step, device, start, end) of the executions of one program (its op rows
+    ``mine``; ``module``, ``program_id``: its name and id), and where they were found."""
+    windows: list[tuple[int, str, int, int]] = []
     runs = []
     for host in hosts:
         if host.module_runs:
             shift = (host.base_ns - base_ns) * 1000
             table = pd.DataFrame(host.module_runs)
-            table = table[table["module"] == dominant]
+            if program_id is not None and "program_id" in table:
+                table = table[table["program_id"].to_numpy() == np.uint64(program_id)]
+            else:
+                table = table[table["module"] == module]
             runs.append(
                 pd.DataFrame(
                     {
@@ -117,20 +268,18 @@ def _steps_from_dominant_module(
                     }
                 )
             )
-    ops_device = ops["host"].astype(str) + "/" + ops["device"].astype(str)
+    device_label = np.asarray(devices.labels, dtype=object)[devices.code]
     if runs:
-        source = "XLA Modules line"
         table = pd.concat(runs).sort_values("start")
         table["step"] = table.groupby("device").cumcount()
-        windows = list(table[["step", "device", "start", "end"]].itertuples(index=False))
-    elif (ops["run_id"] != NA_INT).any():
-        source = "run_id of each execution"
-        mine = ops[ops["module"] == dominant]
-        mine = mine.assign(
-            devkey=ops_device[mine.index], _end=mine["_start_ps"] + mine["duration_ps"]
+        return list(table[["step", "device", "start", "end"]].itertuples(index=False)), (
+            "XLA Modules line"
         )
+    if (ops["run_id"].to_numpy()[mine] != NA_INT).any():
+        part = ops[mine]
+        part = part.assign(devkey=device_label[mine], _end=part["_start_ps"] + part["duration_ps"])
         spans = (
-            mine.groupby(["run_id", "devkey"])
+            part.groupby(["run_id", "devkey"])
             .agg(start=("_start_ps", "min"), end=("_end", "max"))
             .reset_index()
         )
@@ -140,41 +289,53 @@ def _steps_from_dominant_module(
             (order[r.run_id], r.devkey, int(r.start), int(r.end))
             for r in spans.itertuples(index=False)
         ]
-    else:
-        source = "recurrences of the first op"
-        mine = ops[ops["module"] == dominant].assign(devkey=ops_device)
-        for device, group in mine.groupby("devkey", sort=False):
-            group = group.sort_values("_start_ps")
-            first_op = group["op_name"].iloc[0]
-            step_of = (group["op_name"] == first_op).cumsum() - 1
-            ends = group["_start_ps"] + group["duration_ps"]
-            for step, part in group.groupby(step_of):
-                windows.append(
-                    (int(step), device, int(part["_start_ps"].min()), int(ends[part.index].max()))
-                )
-    if not windows:
-        notes.append(f"no steps: found no executions of the dominant module {dominant}")
-        return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
-    table = pd.DataFrame(windows, columns=["step", "device", "start", "end"])
-    # Each op belongs to the latest execution (on its device) that started at or before it.
-    steps = np.full(len(ops), -1, dtype=np.int64)
-    device_codes = ops_device.to_numpy()
-    times = ops["_start_ps"].to_numpy()
+        return windows, "run_id of each execution"
+    part = ops[mine].assign(devkey=device_label[mine])
+    for device, group in part.groupby("devkey", sort=False):
+        group = group.sort_values("_start_ps")
+        first_op = group["op_name"].iloc[0]
+        step_of = (group["op_name"] == first_op).cumsum() - 1
+        ends = group["_start_ps"] + group["duration_ps"]
+        for step, rows in group.groupby(step_of):
+            windows.append(
+                (int(step), device, int(rows["_start_ps"].min()), int(ends[rows.index].max()))
+            )
+    return windows, "recurrences of the first op"
+
+
+def _place(
+    table: pd.DataFrame, devices: _Devices, times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per op row: its step (the latest window on its device that started at or before it;
+    -1: none), whether it starts inside a window (before the windows started so far end), and
+    whether it starts before the device's last window ends."""
+    step = np.full(len(times), -1, dtype=np.int64)
+    inside = np.zeros(len(times), dtype=bool)
+    within = np.zeros(len(times), dtype=bool)
+    index_of = {label: index for index, label in enumerate(devices.labels)}
     for device, group in table.groupby("device", sort=False):
+        if device not in index_of:
+            continue
         group = group.sort_values("start")
-        rows = np.flatnonzero(device_codes == device)
+        rows = devices.rows(index_of[device])
+        reach = np.maximum.accumulate(group["end"].to_numpy())
         slot = np.searchsorted(group["start"].to_numpy(), times[rows], side="right") - 1
         ok = slot >= 0
-        steps[rows[ok]] = group["step"].to_numpy()[slot[ok]]
-    ops["step"] = pd.array(np.where(steps >= 0, steps, 0), dtype="Int64")
-    ops.loc[steps < 0, "step"] = pd.NA
-    per_step = table.groupby("step").agg(start_ps=("start", "min"), end_ps=("end", "max"))
-    per_step["duration_ps"] = (table["end"] - table["start"]).groupby(table["step"]).max()
-    notes.append(
-        f"steps: one per execution of the dominant module {dominant} ({source}; "
-        f"{len(per_step)} steps)"
-    )
-    return per_step.reset_index()
+        step[rows[ok]] = group["step"].to_numpy()[slot[ok]]
+        inside[rows[ok]] = times[rows[ok]] < reach[slot[ok]]
+        within[rows] = ok & (times[rows] < reach[-1])
+    return step, inside, within
+
+
+def _busy_span(ops: pd.DataFrame, devices: _Devices, times: np.ndarray) -> pd.DataFrame:
+    """One step window per device: its first op's start to its last op's end."""
+    ends = times + ops["duration_ps"].to_numpy()
+    count = len(devices.labels)
+    start = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    end = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(start, devices.code, times)
+    np.maximum.at(end, devices.code, ends)
+    return pd.DataFrame({"step": 0, "device": devices.labels, "start": start, "end": end})
 
 
 def finish_steps(steps: pd.DataFrame, origin_ps: int) -> pd.DataFrame:

@@ -56,6 +56,7 @@ class _Host(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     hlo_protos: dict[int, tuple[str, bytes]]
     module_names: dict[int, str]
     graph_kernels: dict[str, list[_Column]]
+    kernels: dict[str, list[_Column]]
     notes: list[str]
     host_launches: int
     planes: list[str]
@@ -75,6 +76,7 @@ class _Message(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 
 
 _TABLES = ("ops", "async_ops", "module_runs")
+_PART_TABLES = ("graph_kernels", "kernels")  # a list of parts (one per device plane) per column
 _DECODER = msgspec.msgpack.Decoder(_Message)
 
 
@@ -102,9 +104,11 @@ def send(
         plain = {item.name: getattr(host, item.name) for item in fields(HostTrace)}
         for table in _TABLES:
             plain[table] = {name: column(values) for name, values in plain[table].items()}
-        plain["graph_kernels"] = {
-            name: [column(part) for part in parts] for name, parts in host.graph_kernels.items()
-        }
+        for table in _PART_TABLES:
+            plain[table] = {
+                name: [column(part) for part in parts]
+                for name, parts in getattr(host, table).items()
+            }
         described = _Host(**plain)
     message = msgspec.msgpack.encode(
         _Message(described, None if error is None else _Error(*error), [b.nbytes for b in blobs])
@@ -147,10 +151,11 @@ def receive(stream: IO[bytes], blob_file: int | None = None) -> HostTrace | tupl
     plain = {name: getattr(described, name) for name in _Host.__struct_fields__}
     for table in _TABLES:
         plain[table] = {name: column(values) for name, values in plain[table].items()}
-    graph: defaultdict[str, list[np.ndarray]] = defaultdict(list)
-    for name, parts in described.graph_kernels.items():
-        graph[name] = [column(part) for part in parts]
-    plain["graph_kernels"] = graph
+    for table in _PART_TABLES:
+        parts_of: defaultdict[str, list[np.ndarray]] = defaultdict(list)
+        for name, parts in getattr(described, table).items():
+            parts_of[name] = [column(part) for part in parts]
+        plain[table] = parts_of
     return HostTrace(**plain)
 
 

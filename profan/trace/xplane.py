@@ -136,6 +136,8 @@ def merge_parts(parts: list[HostTrace]) -> HostTrace:
             trace.module_names.setdefault(program_id, name)
         for name, arrays in part.graph_kernels.items():
             trace.graph_kernels[name].extend(arrays)
+        for name, arrays in part.kernels.items():
+            trace.kernels[name].extend(arrays)
         trace.host_launches += part.host_launches
         for note in part.notes:  # a note of every device plane's share once
             _add_note(trace, note)

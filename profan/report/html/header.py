@@ -10,6 +10,8 @@ from html import escape
 
 from profan.report.format import mfu_text, percent, seconds, si, step_share_text
 from profan.report.model import Report
+from profan.report.notes import HEADING as NOTES_HEADING
+from profan.report.notes import more_text, notes_shown
 
 
 def _card(title: str, value: str, detail: str, tone: str = "") -> str:
@@ -105,6 +107,8 @@ def _cards(report: Report) -> list[str]:
 def _bound_bar(report: Report) -> str:
     """Time by bound per device as one stacked bar, each part labelled with its share."""
     bounds = {k: v for k, v in report.summary.time_by_bound_s.items() if v > 0}
+    if report.trace.get("hlo_missing"):  # joined to no HLO: every op's bound is unknown
+        return _category_line(report)
     total = sum(bounds.values())
     if total <= 0:
         return ""
@@ -118,14 +122,19 @@ def _bound_bar(report: Report) -> str:
             f"title='{escape(bound)}: {seconds(value)} per device ({share:.1%})'>"
             f"{escape(label)}</span>"
         )
+    return (
+        "<div class='bound-row'><span class='bound-label'>time by bound</span>"
+        f"<div class='bound-bar'>{''.join(parts)}</div></div>{_category_line(report)}"
+    )
+
+
+def _category_line(report: Report) -> str:
     categories = report.summary.time_by_category_s
     category_total = sum(categories.values()) or 1.0
     category_text = ", ".join(
         f"{k} {seconds(v)} ({v / category_total:.0%})" for k, v in categories.items()
     )
     return (
-        "<div class='bound-row'><span class='bound-label'>time by bound</span>"
-        f"<div class='bound-bar'>{''.join(parts)}</div></div>"
         f"<div class='category-line'><b>time by category</b> per device: "
         f"{escape(category_text)}</div>"
     )
@@ -159,6 +168,20 @@ def _notes(report: Report) -> str:
     return "".join(parts)
 
 
+def _trace_notes(report: Report) -> str:
+    """The readers' notes (where the measured side came from), collapsed to their count."""
+    notes, rest = notes_shown(report)
+    if not notes:
+        return ""
+    items = "".join(f"<li>{escape(note)}</li>" for note in notes)
+    items += f"<li>{escape(more_text(rest))}</li>" if rest else ""
+    count = len(notes) + rest
+    return (
+        f"<details class='step-notes trace-notes'><summary>{escape(NOTES_HEADING)}: {count}"
+        f"</summary><ul>{items}</ul></details>"
+    )
+
+
 def _no_hlo(report: Report) -> str:
     """The one line saying the ops were joined to no HLO, and what to pass (empty when they
     were)."""
@@ -189,5 +212,5 @@ def header_html(report: Report) -> str:
         f"{_no_hlo(report)}"
         f"<div class='facts'>{' · '.join(escape(fact) for fact in facts)}</div>"
         f"<div class='cards'>{''.join(_cards(report))}</div>"
-        f"{_bound_bar(report)}{_notes(report)}</header>"
+        f"{_bound_bar(report)}{_notes(report)}{_trace_notes(report)}</header>"
     )

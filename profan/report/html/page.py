@@ -62,14 +62,16 @@ def _script_json(data: dict[str, Any]) -> str:
 
 def _ops_intro(report: Report) -> str:
     devices = max(report.summary.device_count, 1)
+    no_hlo = bool(report.trace.get("hlo_missing"))  # no ideal, bound or cost columns
     text = (
-        f"Measured, ideal, FLOPs and bytes: summed over all {devices} devices and the op's n "
+        f"{'Measured' if no_hlo else 'Measured, ideal, FLOPs and bytes'}: summed over all "
+        f"{devices} devices and the op's n "
         "executions (n counts every device); % of all op time. Click a row for its detail."
     )
     async_words = async_legend(report.ops)
     if async_words:
         text += f" {async_words[0].upper()}{async_words[1:]}."
-    legend = sources_legend(report.ops)
+    legend = None if no_hlo else sources_legend(report.ops)
     return f"<p class='muted'>{escape(text)}" + (f" {escape(legend)}." if legend else "") + "</p>"
 
 

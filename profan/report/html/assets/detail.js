@@ -64,7 +64,7 @@ const detail = {
         `${fmtSeconds(perExecution(op.roofline_s))} ideal`),
       el("button", { class: "linkish", onclick: () => timeline.reveal(index) }, "show in the timeline"));
     return [head, this.flags(op), op.note ? section("note", el("p", {}, op.note)) : null, this.terms(op), this.hlo(op),
-      this.costs(op), this.where(op), this.sharding(op, text), this.async(op)].filter(Boolean);
+      this.costs(op), this.kernels(op), this.where(op), this.sharding(op, text), this.async(op)].filter(Boolean);
   },
 
   flags(op) {
@@ -130,6 +130,27 @@ const detail = {
     return section("FLOPs and bytes", el("table", { class: "kv" }, [...rows, ...trace, ...achieved].map(([name, value, source]) =>
       el("tr", {}, el("th", {}, name), el("td", {}, value),
         el("td", { class: "muted" }, source ? `${source}: ${SOURCE_WORDS[source] || source}` : "")))));
+  },
+
+  // GPU: the kernels the op ran, heaviest first (JSON ops[].kernels; the trace's names, counts
+  // and times, its kernel_details stat key by key, the tile the name states)
+  kernels(op) {
+    if (!op.kernels) return null;
+    if (!op.kernels.length) return section("kernels", el("p", { class: "muted" }, "no kernel of this op in the trace"));
+    const launch = (k) => k.launch
+      ? Object.entries(k.launch).map(([key, value]) => `${key}:${Array.isArray(value) ? value.join(",") : value}`).join(" ")
+      : k.launch_configs > 1 ? `${k.launch_configs} launch configurations` : "-";
+    const tile = (t) => !t ? "-" : t.as_named ? `${t.text} (as named)`
+      : `${t.m}×${t.n}×${t.k} (M×N×K${t.stages ? `, ${t.stages} stages` : ""})`;
+    return section(`kernels (${op.kernels.length}, all executions, all devices)`, el("table", { class: "kernels" },
+      el("tr", {}, el("th", {}, "kernel"), el("th", {}, "count"), el("th", {}, "time"), el("th", {}, "launch"), el("th", {}, "tile")),
+      op.kernels.map((k) => el("tr", {},
+        el("td", {}, el("code", { title: k.name }, k.name.length > 80 ? k.name.slice(0, 79) + "…" : k.name)),
+        el("td", { class: "num" }, String(k.count)),
+        el("td", { class: "num" }, fmtSeconds(k.time_s)),
+        el("td", { class: "muted" }, launch(k)),
+        el("td", { class: "muted" }, tile(k.tile))))),
+      el("p", { class: "muted" }, "launch: the trace's kernel_details as recorded; a tile is read from the name only where the library documents its convention"));
   },
 
   where(op) {

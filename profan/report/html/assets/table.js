@@ -17,6 +17,11 @@ const COLUMNS = [
   { id: "flags", title: "flags", text: (op) => op.flags.join(" "), kind: "text" },
 ];
 
+// What needs the HLO: a report joined to none (trace.hlo_missing) shows none of them.
+const ROOFLINE_COLUMNS = new Set(["ideal", "bound", "eff", "flops", "bytes"]);
+const shownColumns = () =>
+  (REPORT.trace.hlo_missing ? COLUMNS.filter((c) => !ROOFLINE_COLUMNS.has(c.id)) : COLUMNS);
+
 const opTable = {
   sortColumn: "measured",
   descending: true,
@@ -62,7 +67,7 @@ const opTable = {
 
   buildHead() {
     const row = el("tr");
-    for (const column of COLUMNS) {
+    for (const column of shownColumns()) {
       row.append(el("th", {
         "data-col": column.id, title: column.tip || "sort by " + column.title, tabindex: 0,
         class: column.kind === "num" ? "num" : "",
@@ -144,7 +149,7 @@ const opTable = {
       const op = OPS[i];
       const row = el("tr", { "data-key": op.key, "data-index": i, tabindex: 0 });
       if (i === detail.current) row.classList.add("selected");
-      for (const column of COLUMNS) row.append(this.cell(column, op, TEXT[i]));
+      for (const column of shownColumns()) row.append(this.cell(column, op, TEXT[i]));
       return row;
     }));
     for (const th of this.table.tHead.rows[0].cells) {
