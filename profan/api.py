@@ -268,7 +268,7 @@ def json_text(data: model.Report) -> str:
 
 def describe(data: model.Report) -> str:
     """One line: trace, chip, devices, steps, ops (the short repr)."""
-    from profan.units import percent, seconds
+    from profan.report.format import percent, seconds
 
     device = data.device
     kind = device.get("type") or device.get("kind") or "?"
@@ -288,8 +288,7 @@ def describe(data: model.Report) -> str:
 
 def html_view(data: model.Report, top: int) -> str:
     """A small HTML block for a notebook: the report's header and its ``top`` ops."""
-    from profan.report.format import seconds
-    from profan.units import percent
+    from profan.report.format import percent, seconds
 
     summary = data.summary
     header = [

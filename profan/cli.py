@@ -18,11 +18,13 @@ import sys
 from typing import NamedTuple, NoReturn
 
 from profan.errors import EXIT_INTERNAL, ProfanError
+from profan.version import __version__
 
 
 class Command(NamedTuple):  # (a named tuple: made at every start, ~5x faster than a dataclass)
     help: str  # the line ``profan --help`` lists
     reads_traces: bool = False  # takes --scheduler, --workers (how hosts are read), --no-cache
+    costs: bool = True  # takes --chips and --kernels (chip figures, custom calls' costs)
 
 
 TRACES = True  # Command(..., TRACES): the command reads traces
@@ -38,7 +40,9 @@ COMMANDS: dict[str, Command] = {
     "chips": Command("the chips profan knows: peaks, HBM, interconnect, and sources"),
     "memory": Command("where device memory goes: peak, live buffers, donation, headroom"),
     "export": Command("profan's figures on every op event: annotated xplane, Chrome JSON", TRACES),
-    "cache": Command("show or clear profan's cache of loaded profiles, reports and parsed HLO"),
+    "cache": Command(
+        "show or clear profan's cache of loaded profiles, reports and parsed HLO", costs=False
+    ),
 }
 
 
@@ -62,6 +66,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="How far each op of an XLA program was from what the hardware could do.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"profan {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name, spec in COMMANDS.items():
@@ -74,6 +79,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Command) -> None:
     module = importlib.import_module(f"profan.commands.{name}")
     module.add_arguments(sub)
+    sub.set_defaults(_run=module.run)
+    if not spec.costs:  # (an option that means nothing to a command is not offered)
+        return
     if "--chips" not in sub._option_string_actions:
         sub.add_argument(
             "--chips",
@@ -110,7 +118,6 @@ def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Comman
             help="read the trace again and keep nothing: neither use nor fill profan's cache "
             "(see `profan cache info`)",
         )
-    sub.set_defaults(_run=module.run)
 
 
 def _at_least_one(text: str) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
+from profan.api import TRACE_INPUTS
 from profan.cache.reports import read_text, text_key, write_report, write_text
 from profan.outputs import write_stdout
 from profan.report.config import RuleConfig, load_rule_config
@@ -16,14 +18,24 @@ from profan.report.pipeline import (
     reading_ahead,
 )
 
+if TYPE_CHECKING:
+    from profan.report.model import Report
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="trace directory or .xplane.pb file")
+    parser.add_argument("trace", help=TRACE_INPUTS)
     parser.add_argument("--module", help="module to print (default: where the most time went)")
     parser.add_argument("--chip", help="chip to score against (default: from the trace)")
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
     parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    parser.add_argument(
+        "--format",
+        choices=("term", "md", "json"),
+        default="term",
+        help="output format (md: the annotated HLO in a code block; json: the module, the "
+        "annotated text and the module's ops as the JSON report has them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +53,7 @@ def _annotated(
 ) -> str:
     key = None if args.no_cache else cache_key(inputs, args.chip, config)
     # The annotated text is cached whole: it prints the module's HLO beside the report.
-    annotated_key = None if key is None else text_key(key, "annotate", args.module)
+    annotated_key = None if key is None else text_key(key, "annotate", args.module, args.format)
     text = None if annotated_key is None else read_text(annotated_key)
     if text is None:
         from profan.report import annotate
@@ -50,7 +62,35 @@ def _annotated(
         analysis = analyse_inputs(inputs, args.chip, progress, use_cache=not args.no_cache)
         report = build_report(analysis, config)
         text = annotate.render(report, analysis.profile, args.module)
+        if args.format != "term":
+            module_key, module = annotate.pick_module(report, analysis.profile, args.module)
+            text = _formatted(args.format, text, report, module_key, module.name)
         if key is not None and annotated_key is not None:
             write_report(key, report)
             write_text(annotated_key, text)
     return text
+
+
+def _formatted(fmt: str, text: str, report: Report, module_key: str, module_name: str) -> str:
+    """The annotated module ``text`` as Markdown or JSON (with the module's ops)."""
+    if fmt == "md":
+        header, _, body = text.partition("\n")
+        fence = "````" if "```" in body else "```"
+        return f"# {header.removeprefix('// ')}\n\n{fence}\n{body.rstrip()}\n{fence}\n"
+    import dataclasses
+    import json
+
+    # the module's own ops, as annotate chooses them (several programs may share a name)
+    ops = [
+        op
+        for op in report.ops
+        if (op.program or op.module) in (module_key, module_name)
+        and op.program in (None, module_key)
+    ]
+    data: dict[str, Any] = {
+        "trace": report.trace.get("path"),
+        "module": module_key,
+        "text": text,
+        "ops": dataclasses.replace(report, ops=ops).to_dict()["ops"],
+    }
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

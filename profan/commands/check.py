@@ -1,4 +1,5 @@
-"""``profan check TRACE --budget profan.toml``: fail CI when a profile breaks its budget."""
+"""``profan check TRACE --budget profan.toml``: fail CI when a profile breaks its budget, or
+``--baseline FILE`` (with or without a budget): when it regressed from a baseline."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from profan.api import TRACE_INPUTS
 from profan.cache.inputs import file_input
 from profan.cache.reports import read_output, text_key, write_output
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
@@ -16,8 +18,12 @@ from profan.report.pipeline import Progress, cache_key, locate, read_json_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="trace directory, .xplane.pb file, or a JSON report")
-    parser.add_argument("--budget", required=True, help="profan.toml with [budget] / [baseline]")
+    parser.add_argument("trace", help=f"{TRACE_INPUTS}; or a JSON report")
+    parser.add_argument(
+        "--budget",
+        help="profan.toml with [budget] / [baseline] (default with --baseline: no absolute "
+        "budgets, the [baseline] tolerances' defaults)",
+    )
     parser.add_argument(
         "--baseline",
         help="a `profan report --format json` output, or a per-machine baseline file "
@@ -48,6 +54,8 @@ class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 def run(args: argparse.Namespace) -> int:
     if args.update_baseline and not args.baseline:
         raise ConfigError("--update-baseline needs --baseline FILE (the file to record into)")
+    if not args.budget and not args.baseline:
+        raise ConfigError("check needs --budget FILE, --baseline FILE or both (nothing to check)")
     _check_outputs(args)
     key = None if args.no_cache or args.update_baseline else _output_key(args)
     output = None if key is None else read_output(key, CheckOutput)
@@ -83,7 +91,7 @@ def _output_key(args: argparse.Namespace) -> str | None:
     if str(args.trace).endswith(".json") and Path(args.trace).is_file():
         return None
     trace = cache_key(locate(args.trace, args.hlo, args.run), args.chip, None)
-    budget = file_input(Path(args.budget))
+    budget = file_input(Path(args.budget)) if args.budget else ["none"]
     baseline = file_input(Path(args.baseline)) if args.baseline else ["none"]
     if trace is None or budget is None or baseline is None:
         return None
@@ -93,6 +101,7 @@ def _output_key(args: argparse.Namespace) -> str | None:
 def _check(args: argparse.Namespace) -> CheckOutput | None:
     from profan.report import baseline as baselines
     from profan.report.budget import (
+        Budget,
         evaluate,
         github_annotations,
         junit_xml,
@@ -100,7 +109,7 @@ def _check(args: argparse.Namespace) -> CheckOutput | None:
         summary_text,
     )
 
-    budget = load_budget(args.budget)
+    budget = load_budget(args.budget) if args.budget else Budget()
     machine_file = bool(args.baseline) and (
         args.update_baseline or baselines.is_baseline_file(args.baseline)
     )

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from profan.api import TRACE_INPUTS
 from profan.outputs import write_stdout
 from profan.report.layout import terminal_width
 from profan.report.pipeline import Progress, text_for
@@ -15,28 +16,47 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", help="trace directory/file or JSON report (before)")
-    parser.add_argument("b", help="trace directory/file or JSON report (after)")
+    parser.add_argument("a", help=f"before: {TRACE_INPUTS}; or a JSON report")
+    parser.add_argument("b", help="after: the same forms as A")
     parser.add_argument("--top", type=int, default=15, help="ops to list (default 15)")
     parser.add_argument("--chip", help="chip to score against (default: from each trace)")
+    parser.add_argument(
+        "--format",
+        choices=("term", "md", "json"),
+        default="term",
+        help="output format (json: each side's chip, devices, programs and figures, and the "
+        "ops that changed most)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    width = terminal_width(sys.stdout)
+    width = terminal_width(sys.stdout) if args.format == "term" else 0
 
     def render(a: Report, b: Report) -> str:
+        from profan.report import comparison
+
+        if args.format == "json":
+            import json
+
+            data = comparison.to_dict(a, b, top=args.top, label_a=args.a, label_b=args.b)
+            return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+        if args.format == "md":
+            return comparison.markdown(a, b, top=args.top, label_a=args.a, label_b=args.b)
         from profan.report import diff
 
-        return diff.render(a, b, top=args.top, label_a=args.a, label_b=args.b, width=width)
+        # each side named by what it ran on, not only its path (H100 against H200 reads so)
+        label_a = f"{args.a}  ({comparison.side(a, args.a).text()})"
+        label_b = f"{args.b}  ({comparison.side(b, args.b).text()})"
+        return diff.render(a, b, top=args.top, label_a=label_a, label_b=label_b, width=width)
 
     # The text is a function of the two reports and these options: re-opened as text.
-    rendering = ("diff", args.top, args.a, args.b, width)
+    rendering = ("diff", args.format, args.top, args.a, args.b, width)
     text = text_for(
         [args.a, args.b],
         render,
         rendering,
         chip=args.chip,
-        progress=Progress(),
+        progress=Progress(None if args.format == "term" else False),
         use_cache=not args.no_cache,
     )
     write_stdout(text)

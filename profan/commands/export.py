@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from profan.api import TRACE_INPUTS
 from profan.errors import ConfigError
 from profan.export import (
     DEFAULT_BINS,
@@ -28,7 +29,7 @@ from profan.units import si
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="trace directory or .xplane.pb file")
+    parser.add_argument("trace", help=TRACE_INPUTS)
     parser.add_argument(
         "--output",
         "-o",

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from profan.api import DEFAULT_TOP, TRACE_INPUTS, ReportOptions, json_text
 from profan.errors import ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
-from profan.report.config import load_rule_config
 from profan.report.pipeline import Progress, report_for, text_for
 
 if TYPE_CHECKING:
@@ -17,12 +17,36 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="trace directory or .xplane.pb file")
+    parser.add_argument("trace", help=TRACE_INPUTS)
     parser.add_argument(
-        "--format", choices=("term", "md", "html", "json"), default="term", help="output format"
+        "--format",
+        choices=("term", "md", "html", "json", "csv"),
+        default="term",
+        help="output format (csv: the op table, one row per op, the JSON op fields as columns)",
     )
     parser.add_argument("--out", help="directory for the report file and plots (default: stdout)")
-    parser.add_argument("--top", type=int, default=20, help="ops to list (default 20)")
+    parser.add_argument(
+        "--top",
+        type=int,
+        help=f"ops the term, md and html formats list (default {DEFAULT_TOP}; json and csv "
+        "list every op)",
+    )
+    parser.add_argument(
+        "--sort",
+        metavar="COLUMN",
+        help="order the ops by a column of the table (measured, ideal, eff, n, flops, bytes, "
+        "wait, exposed, op, category, bound, source, program) or a field of the JSON ops; "
+        "numbers largest first, text A-Z; COLUMN:asc or COLUMN:desc to choose (default: "
+        "measured)",
+    )
+    parser.add_argument(
+        "--filter",
+        metavar="EXPR",
+        action="append",
+        help="list only the ops that match, in every format: category=matmul, bound=hbm, "
+        "opcode=fusion, flag=exposed-collective, program=jit_train_step, or bare text found "
+        "in the op's name or source line; case does not matter; repeat to require several",
+    )
     parser.add_argument("--chip", help="chip to score against (default: from the trace)")
     parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
     parser.add_argument("--run", help="which run of a multi-run profile directory")
@@ -31,37 +55,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.top < 1:
+    if args.top is not None and args.top < 1:
         raise ConfigError("--top must be at least 1")
-    config = load_rule_config(args.config)
-    progress = Progress(False) if args.format == "json" else Progress()
+    chosen = ReportOptions(
+        chip=args.chip,
+        hlo=args.hlo,
+        run=args.run,
+        config=args.config,
+        top=args.top or DEFAULT_TOP,
+        use_cache=not args.no_cache,
+        sort=args.sort,
+        filter=args.filter or (),
+    )
+    filters, order = chosen.filters(), chosen.order()  # (a bad one fails before the trace)
     out_dir = Path(args.out) if args.out else None
+    _note_unused(args, out_dir)
     if out_dir is not None:
         _check_out_dir(out_dir, Path(args.trace))
         _check_outputs(args, out_dir)
-    options = {
-        "chip": args.chip,
-        "hlo": args.hlo,
-        "run": args.run,
-        "config": config,
-        "progress": progress,
-        "use_cache": not args.no_cache,
-        "page": args.format == "html",
-    }
+    quiet = args.format in ("json", "csv")  # data for a program: nothing else on stderr
+    options = chosen.pipeline(Progress(False) if quiet else Progress(), page=args.format == "html")
+    top = chosen.top
     # What the text depends on beside the report.  A rendering that writes nothing else (PNGs
     # under --out for Markdown, or for HTML with --plots) is cached as text: re-opening then
     # needs neither the report's renderers nor the libraries they load.
-    rendering = ("report", args.format, args.top, *_terminal_options(args.format, out_dir))
+    selection = ([str(f) for f in filters], str(order) if order else None)
+    rendering = ("report", args.format, top, *_terminal_options(args.format, out_dir), selection)
+
+    def select_and_render(report: Report, plots: bool = False) -> str:
+        from profan.report.selection import heading, selected
+
+        chosen_ops = selected(report, filters, order)
+        title = None
+        if filters or order is not None:
+            shown = min(top, len(chosen_ops.ops))
+            title = heading(shown, len(chosen_ops.ops), len(report.ops), filters, order)
+        op_total = sum(op.measured_s for op in report.ops)
+        return render(
+            chosen_ops,
+            args.format,
+            top=top,
+            out_dir=out_dir,
+            plots=plots,
+            heading=title,
+            op_total=op_total,
+        )
+
     writes_images = out_dir is not None and (
         args.format == "md" or (args.format == "html" and args.plots)
     )
     if writes_images:
-        report = report_for(args.trace, **options)
-        text = render(report, args.format, top=args.top, out_dir=out_dir, plots=args.plots)
+        text = select_and_render(report_for(args.trace, **options), plots=args.plots)
     else:
 
         def render_text(report: Report) -> str:
-            return render(report, args.format, top=args.top, out_dir=out_dir)
+            return select_and_render(report)
 
         text = text_for([args.trace], render_text, rendering, **options)
     if out_dir is None:
@@ -78,7 +126,26 @@ REPORT_FILES = {
     "md": "report.md",
     "html": "report.html",
     "json": "report.json",
+    "csv": "ops.csv",
 }
+
+
+def _note_unused(args: argparse.Namespace, out_dir: Path | None) -> None:
+    """One line on stderr for each option that changes nothing here (not an error: the same
+    command line may serve several formats in a script)."""
+    if args.plots and (out_dir is None or args.format not in ("html", "md")):
+        why = "without --out" if out_dir is None else f"with --format {args.format}"
+        print(
+            f"profan: note: --plots does nothing {why} (plots are PNG files written under "
+            "--out beside an html or md report)",
+            file=sys.stderr,
+        )
+    if args.top is not None and args.format in ("json", "csv"):
+        print(
+            f"profan: note: --top does nothing with --format {args.format}, which lists every "
+            "op (--filter chooses which)",
+            file=sys.stderr,
+        )
 
 
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
@@ -113,17 +180,31 @@ def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
     return use_colour(sys.stdout), terminal_width(sys.stdout)
 
 
-def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = False) -> str:  # type: ignore[no-untyped-def]
+def render(  # type: ignore[no-untyped-def]
+    report,
+    fmt: str,
+    *,
+    top: int,
+    out_dir: Path | None,
+    plots: bool = False,
+    heading: str | None = None,
+    op_total: float | None = None,
+) -> str:
+    """``report`` in ``fmt``; ``heading``: the op table's title when its ops were selected,
+    ``op_total``: the time of all ops (the terminal's % column)."""
     if fmt == "json":
-        import msgspec  # (json.dumps with an indent is pure Python: 10x slower)
+        return json_text(report)
+    if fmt == "csv":
+        from profan.report.ops_table import ops_csv
 
-        data = msgspec.json.encode(report.to_dict())
-        return msgspec.json.format(data, indent=1).decode("utf-8") + "\n"
+        return ops_csv(report)
     if fmt == "term":
         from profan.report import terminal
 
         colour, width = _terminal_options(fmt, out_dir)
-        return terminal.render(report, top=top, colour=colour, width=width)
+        return terminal.render(
+            report, top=top, colour=colour, width=width, heading=heading, op_total=op_total
+        )
     if fmt == "html":
         from profan.report import html
 
@@ -139,4 +220,4 @@ def render(report, fmt: str, *, top: int, out_dir: Path | None, plots: bool = Fa
     if out_dir is not None:
         for path in plot_module.write_pngs(plot_module.render_png(report), out_dir):
             images[path.stem] = path.name
-    return markdown.render(report, top=top, images=images)
+    return markdown.render(report, top=top, images=images, heading=heading)

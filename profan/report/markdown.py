@@ -61,7 +61,15 @@ def _note(op: OpEntry) -> str:
     return note
 
 
-def render(report: Report, *, top: int = 20, images: dict[str, str] | None = None) -> str:
+def render(
+    report: Report,
+    *,
+    top: int = 20,
+    images: dict[str, str] | None = None,
+    heading: str | None = None,
+) -> str:
+    """The report as Markdown; ``heading``: the op table's title when its ops were selected
+    (``profan.report.selection``)."""
     report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
     devices = s.device_count
@@ -116,7 +124,7 @@ def render(report: Report, *, top: int = 20, images: dict[str, str] | None = Non
         lines += ["", f"![{name}]({src})"]
     lines += [
         "",
-        f"## Top {min(top, len(report.ops))} ops of {len(report.ops)}",
+        f"## {heading or f'Top {min(top, len(report.ops))} ops of {len(report.ops)}'}",
         "",
         f"{'measured' if no_hlo else 'measured, ideal, FLOPs and bytes'}: summed over all "
         f"{devices} devices and the op's n "

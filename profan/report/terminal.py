@@ -147,10 +147,13 @@ def _op_columns() -> list[Column]:
     ]
 
 
-def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
+def op_table(
+    report: Report, top: int, width: int, style: Style, op_total: float | None = None
+) -> list[str]:
     """The top-ops table fitted to ``width``: flags go to a line under their op, wrapping
-    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``)."""
-    op_total = sum(op.measured_s for op in report.ops) or 1.0
+    columns shrink, then the lower-priority columns are dropped (see ``_DROP_ORDER``).
+    ``op_total``: the time % is a share of (default: the listed ops' total)."""
+    op_total = op_total or sum(op.measured_s for op in report.ops) or 1.0
     rows: list[dict[str, list[str]]] = []
     for op in report.ops[:top]:
         rows.append(
@@ -213,9 +216,17 @@ def op_table(report: Report, top: int, width: int, style: Style) -> list[str]:
 
 
 def render(
-    report: Report, *, top: int = 20, colour: bool = False, width: int = DEFAULT_WIDTH
+    report: Report,
+    *,
+    top: int = 20,
+    colour: bool = False,
+    width: int = DEFAULT_WIDTH,
+    heading: str | None = None,
+    op_total: float | None = None,
 ) -> str:
-    """The report as terminal text; no line is wider than ``width`` columns."""
+    """The report as terminal text; no line is wider than ``width`` columns.  ``heading``:
+    the op table's title when its ops were selected (``profan.report.selection``), and
+    ``op_total`` the time of all ops, which the % column is a share of."""
     report = escaped(report)  # names from the trace are data: no control character passes
     style = Style(colour)
     s = report.summary
@@ -323,7 +334,7 @@ def render(
     async_words = async_legend(report.ops[:top])
     out.extend(
         style(line, "bold")
-        for line in para(f"Top {shown} ops of {len(report.ops)} by total time", width)
+        for line in para(heading or f"Top {shown} ops of {len(report.ops)} by total time", width)
     )
     out.extend(
         style(line, "dim")
@@ -338,7 +349,7 @@ def render(
     legend = None if no_hlo else sources_legend(report.ops[:top])
     if legend:
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
-    out.extend(op_table(report, top, width, style))
+    out.extend(op_table(report, top, width, style, op_total))
     out.append("")
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
