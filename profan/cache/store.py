@@ -62,7 +62,7 @@ SUFFIX = ".entry"
 MAX_BYTES_ENV = "PROFAN_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 2 * 2**30
 # Kinds whose entries this store writes (and so may evict); ``lark`` holds the parser tables.
-KINDS = ("inputs", "hlo", "hloproto", "hosts", "profiles", "reports", "lark")
+KINDS = trust.KINDS
 # Opening an entry: never through a link, never waiting on a FIFO or a device.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}

@@ -34,6 +34,8 @@ _MARKER_TEXT = _SIGNATURE + (
 )
 KEY_FILE = "entries.key"
 KEY_BYTES = 32
+# The store's kind folders (``profan.cache.store`` writes one kind of entry in each).
+KINDS = ("inputs", "hlo", "hloproto", "hosts", "profiles", "reports", "lark")
 # A temporary file of profan's store (``store._store``) starts so; it may be seen mid-write.
 TEMPORARY_PREFIX = ".profan-"
 TEMPORARY_SUFFIX = ".tmp"
@@ -195,8 +197,6 @@ def _check_marker(path: Path, create: bool) -> None:
 def _adoptable(path: Path) -> bool:
     """Empty, or holding only what profan puts there: its kind folders (real ones), the marker,
     the key and temporary files (a cache made by an older profan, or by one running now)."""
-    from profan.cache.store import KINDS
-
     with os.scandir(path) as items:
         for item in items:
             name = item.name

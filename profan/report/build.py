@@ -23,6 +23,7 @@ from profan.report.notes import distinct
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.roofline import Score
 from profan.sharding import ShardingReport
+from profan.report.savings import ranked
 from profan.trace.profile import DeviceInfo, Profile
 
 # Sorts ops without an instruction after every op of their module when numbering shared keys.
@@ -308,7 +309,7 @@ def build_report(
     report.hosts, report.cross_host = hosts_section(profile)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)
-        findings += straggler_findings(report)
+        findings = ranked(findings + straggler_findings(report))  # by saving (savings.py)
         if missing is not None:
             findings = [f for f in findings if f.rule in _WITHOUT_HLO_RULES]
         report.findings = findings

@@ -6,6 +6,7 @@ import math
 
 from profan.cost.kernels import SOURCE_MEANINGS
 from profan.report.model import Finding, OpEntry
+from profan.report.savings import ranked
 from profan.units import seconds, si
 
 
@@ -48,16 +49,27 @@ def wrap_name(name: str, width: int, separators: str = "._-/") -> list[str]:
 
 
 def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Finding]]]:
-    """Findings grouped for display: whole-profile findings (no op) first under ``None``, then
-    one group per op in the order the op first appears (heaviest first)."""
-    profile = [f for f in findings if not f.op]
-    by_op: dict[str, list[Finding]] = {}
-    for f in findings:
-        if f.op:
-            by_op.setdefault(f.op, []).append(f)
-    groups: list[tuple[str | None, list[Finding]]] = [(None, profile)] if profile else []
-    groups.extend(by_op.items())
-    return groups
+    """Findings grouped for display, ranked by what fixing them would save
+    (``profan.report.savings``): one group per op, and the whole-profile findings (no op) as one
+    group under ``None``, each group where its largest saving ranks."""
+    groups: dict[str | None, list[Finding]] = {}
+    for f in ranked(findings):
+        groups.setdefault(f.op or None, []).append(f)
+    return list(groups.items())
+
+
+def saving_text(finding: Finding) -> str | None:
+    """``saves ≈ 73.1 ms (28.4% of the devices' time; its exposed time)``, or None (unknown)."""
+    why = f"; {finding.saving_from}" if finding.saving_from else ""
+    if finding.saving_s is not None:
+        share = finding.saving_share
+        basis = f"{percent(share)} of the devices' time" if share is not None else "all devices"
+        return f"saves ≈ {seconds(finding.saving_s)} ({basis}{why})"
+    if finding.saving_bytes is not None:
+        share = finding.saving_memory_share
+        basis = f"{percent(share)} of the chip's memory" if share is not None else "per device"
+        return f"saves ≈ {si(finding.saving_bytes, 'B')} per device ({basis}{why})"
+    return None
 
 
 # How a FLOPs or bytes figure shows where it came from (``hlo``: no mark).

@@ -11,6 +11,7 @@ from profan.report.format import (
     percent,
     seconds,
     si,
+    saving_text,
     sources_legend,
     step_share_text,
 )
@@ -156,7 +157,9 @@ def render(
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
-    # whole-profile findings (no op) in their own group, then one group per op
+    if report.findings:
+        lines += ["Largest saving first.", ""]
+    # one group per op, and whole-profile findings (no op) in their own, ranked by saving
     labels = {op.key: op.label for op in report.ops}
     for key, findings in grouped_findings(report.findings):
         if key is None:
@@ -167,7 +170,9 @@ def render(
             lines += [f"**{markdown_code(labels.get(key) or first.name or key)}**{source}", ""]
         for f in findings:
             lines.append(
-                f"- **{f.rule}**: {_cell(f.message).replace('<', '&lt;')}. *Look at:* {f.look_at}"
+                f"- **{f.rule}**: {_cell(f.message).replace('<', '&lt;')}"
+                + (f"; {saving}" if saving else "")
+                + f". *Look at:* {f.look_at}"
             )
         lines.append("")
     if not report.findings:
@@ -185,3 +190,4 @@ def render(
         lines += [f"- {markdown_text(note)}" for note in notes]
         lines += [f"- {more_text(rest)}"] if rest else []
     return "\n".join(lines) + "\n"
+            saving = saving_text(f)

@@ -21,6 +21,7 @@ from profan.report.escape import markdown_code, markdown_text
 from profan.report.format import percent
 from profan.report.model import Finding, Report
 from profan.report.rules import OpContext, rule
+from profan.report.savings import MEMORY_FLOORS
 from profan.trace.profile import Profile
 
 TOP_BUFFERS = 10
@@ -193,6 +194,7 @@ def html_section(report: Report, top: int = 10) -> str:
     "near-capacity",
     "a program's memory peak above a share of the chip's memory per device",
     ("memory_near_capacity_above",),
+    floors=("memory_near_capacity_above",),  # a risk, not a saving: its threshold is its floor
 )
 def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     limit = config.memory_near_capacity_above
@@ -213,6 +215,8 @@ def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> l
                 module=entry["module"],
                 name=largest.get("name"),
                 source=largest.get("source"),
+                saving_bytes=float(entry["peak_bytes"] - limit * hbm),
+                saving_from=f"the peak's bytes above {percent(limit)} of the chip's memory",
             )
         )
     return findings
@@ -222,6 +226,7 @@ def near_capacity(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     "large-temporary",
     "one temporary buffer holding a large share of a program's peak",
     ("memory_large_temporary_share_above",),
+    floors=MEMORY_FLOORS,
 )
 def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     share = config.memory_large_temporary_share_above
@@ -242,6 +247,8 @@ def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) ->
                     module=entry["module"],
                     name=buffer["name"],
                     source=buffer.get("source"),
+                    saving_bytes=float(buffer["size_bytes"]),
+                    saving_from="the temporary's bytes per device, were it chunked away",
                 )
             )
     return findings
@@ -250,6 +257,7 @@ def large_temporary(report: Report, ops: list[OpContext], config: RuleConfig) ->
 @rule(
     "undonated-input",
     "an input the program replaces with a new value (state in, new state out), not donated",
+    floors=MEMORY_FLOORS,
 )
 def undonated_input(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     findings = []
@@ -267,6 +275,8 @@ def undonated_input(report: Report, ops: list[OpContext], config: RuleConfig) ->
                     module=entry["module"],
                     name=item["parameter"],
                     source=item.get("output_source"),
+                    saving_bytes=float(item["size_bytes"]),
+                    saving_from="the input's bytes per device, reused for its new value",
                 )
             )
     return findings

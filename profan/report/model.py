@@ -136,8 +136,17 @@ class Finding:
     module: str | None = None
     name: str | None = None
     source: str | None = None
-    time_s: float = 0.0  # time at stake, for ordering
+    time_s: float = 0.0  # time at stake (the op's or ops' measured time, all devices)
     host: str | None = None  # the host a cross-host finding names (JSON: only when set)
+    # What fixing it would save (profan.report.savings): time, all devices over the captured
+    # steps, and that as a share of the devices' time; or bytes per device, and that as a share
+    # of the chip's memory per device.  None where the rule cannot say; ``saving_from`` says how
+    # the figure was estimated.
+    saving_s: float | None = None
+    saving_share: float | None = None
+    saving_bytes: float | None = None
+    saving_memory_share: float | None = None
+    saving_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 A rule looks at the per-op table (measured vs ideal), the op's HLO instruction and the timeline
 facts the report computed (exposed time, idle gaps).  Thresholds live in ``RuleConfig``; what a
-rule asks of one instruction is in ``profan.report.hlo_checks``.
+rule asks of one instruction is in ``profan.report.hlo_checks``.  Each finding states what fixing
+it would save; a finding under its rule's floor (``RuleInfo.floors``, ``profan.report.savings``)
+stays silent.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from profan.report.hlo_checks import (
     shape_bytes,
 )
 from profan.report.model import Finding, OpEntry, Report
+from profan.report.savings import MEMORY_FLOORS, TIME_FLOOR, above_floor, ranked, with_shares
 
 
 @dataclass(slots=True)
@@ -48,17 +51,33 @@ class RuleInfo:
     summary: str
     check: Rule
     thresholds: tuple[str, ...] = ()  # the RuleConfig fields the rule compares against
+    # the RuleConfig fields below which a finding stays silent: savings floors
+    # (profan.report.savings), else the rule's own thresholds are its floor
+    floors: tuple[str, ...] = (TIME_FLOOR,)
 
 
 RULES: dict[str, RuleInfo] = {}
 
 
-def rule(name: str, summary: str, thresholds: tuple[str, ...] = ()) -> Callable[[Rule], Rule]:
+def rule(
+    name: str,
+    summary: str,
+    thresholds: tuple[str, ...] = (),
+    floors: tuple[str, ...] = (TIME_FLOOR,),
+) -> Callable[[Rule], Rule]:
     def register(check: Rule) -> Rule:
-        RULES[name] = RuleInfo(name, summary, check, thresholds)
+        RULES[name] = RuleInfo(name, summary, check, thresholds, floors)
         return check
 
     return register
+
+
+def _values(config: RuleConfig, names: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name in names
+        for value in [getattr(config, name)]
+    }
 
 
 def rule_table(config: RuleConfig) -> dict[str, dict[str, Any]]:
@@ -67,11 +86,8 @@ def rule_table(config: RuleConfig) -> dict[str, dict[str, Any]]:
     return {
         info.name: {
             "summary": info.summary,
-            "thresholds": {
-                name: list(value) if isinstance(value, tuple) else value
-                for name in info.thresholds
-                for value in [getattr(config, name)]
-            },
+            "thresholds": _values(config, info.thresholds),
+            "floors": _values(config, info.floors),
             "enabled": info.name not in config.disabled,
         }
         for info in RULES.values()
@@ -79,13 +95,14 @@ def rule_table(config: RuleConfig) -> dict[str, dict[str, Any]]:
 
 
 def run_rules(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
+    """The findings above their rules' floors, each with its saving's share, ranked by it."""
     findings: list[Finding] = []
     for info in RULES.values():
         if info.name in config.disabled:
             continue
-        findings.extend(info.check(report, ops, config))
-    findings.sort(key=lambda f: -f.time_s)
-    return findings
+        found = (with_shares(f, report) for f in info.check(report, ops, config))
+        findings.extend(f for f in found if above_floor(f, info.floors, config))
+    return ranked(findings)
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,9 +118,30 @@ def _significant(ops: list[OpContext], config: RuleConfig) -> list[OpContext]:
     return [c for c in ops if c.entry.measured_s >= config.min_time_share * total]
 
 
-def _finding(c: OpContext, rule_name: str, message: str, look_at: str, time_s: float) -> Finding:
+def _finding(
+    c: OpContext,
+    rule_name: str,
+    message: str,
+    look_at: str,
+    saving_s: float | None,
+    saving_from: str,
+    time_s: float | None = None,
+) -> Finding:
+    """A finding on one op: ``saving_s`` (all devices, None: unknown) and how it was estimated;
+    ``time_s``, the time at stake, is the op's measured time unless given."""
     e = c.entry
-    return Finding(rule_name, message, look_at, e.key, e.module, e.name, e.source, time_s)
+    return Finding(
+        rule_name,
+        message,
+        look_at,
+        e.key,
+        e.module,
+        e.name,
+        e.source,
+        e.measured_s if time_s is None else time_s,
+        saving_s=None if saving_s is None else max(saving_s, 0.0),
+        saving_from=saving_from,
+    )
 
 
 def _span_all_executions(e: OpEntry) -> float | None:
@@ -156,6 +194,7 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
                     "the transfer's bandwidth (link, contention with other transfers) and, if "
                     "the wait is large, starting it earlier",
                     min(e.measured_s, max(span - e.roofline_s, 0.0)),
+                    "its exposed wait, at most span − ideal",
                 )
             )
             continue
@@ -174,6 +213,7 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
                 f" vs ideal {seconds(e.roofline_s)} (all devices)",
                 look,
                 e.measured_s - e.roofline_s,
+                "measured − ideal",
             )
         )
     return out
@@ -186,7 +226,38 @@ def _kernel_example(target: str) -> str:
     return f"{text} (models: {', '.join(MODELS)})"
 
 
-@rule("cost-unknown", "ops whose FLOPs or bytes profan cannot cost (a custom call with no model)")
+def _cost_unknown_advice(c: OpContext, target: str | None) -> str:
+    """What would cost the op, shaped to its kind: a custom call's kernel model, else what is
+    missing (never a kernel model for an op that launches no kernel of its own)."""
+    opcode = c.entry.opcode
+    if c.instruction is None:
+        return (
+            "the op was joined to no HLO instruction, so nothing could be costed: pass the run's "
+            "HLO dump (--hlo DIR) or the .xplane.pb that embeds it"
+        )
+    if opcode == "custom-call" and target:
+        return (
+            "add a cost model in a TOML file given with --kernels FILE (schema: "
+            f"profan/data/kernels.toml), e.g. {_kernel_example(target)}"
+        )
+    if opcode == "fusion":
+        return (
+            "an instruction inside the fused computation that profan cannot cost: report it "
+            "(with the fusion's HLO: profan hlo FILE) so its cost can be modelled"
+        )
+    return (
+        f"an opcode profan does not cost ({opcode}): report it (with its HLO line) so its cost "
+        "can be modelled"
+    )
+
+
+@rule(
+    "cost-unknown",
+    "ops whose FLOPs or bytes profan cannot cost (a custom call with no model, an opcode or fused "
+    "instruction it does not know, an op joined to no HLO); the saving is unknown",
+    ("min_time_share",),
+    floors=("min_time_share",),
+)
 def cost_unknown(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     by_target: dict[str, list[OpContext]] = defaultdict(list)
     for c in ops:
@@ -195,24 +266,30 @@ def cost_unknown(report: Report, ops: list[OpContext], config: RuleConfig) -> li
             continue
         target = custom_call_target(c.instruction) if c.instruction is not None else None
         by_target[target or e.opcode].append(c)
+    floor = config.min_time_share * _total_time(ops)
     out = []
     for target, group in by_target.items():
         group.sort(key=lambda c: -c.entry.measured_s)
         total = sum(c.entry.measured_s for c in group)
+        if total < floor:
+            continue  # under the floor: the unknown cost moves no figure of the report much
         unknown = sorted(
             {what for c in group for what, source in (("FLOPs", c.entry.flops_source),
              ("bytes", c.entry.bytes_source)) if source == "unknown"}
         )  # fmt: skip
         names = ", ".join(c.entry.label for c in group[:3]) + (", …" if len(group) > 3 else "")
+        heaviest = group[0]
+        custom = heaviest.instruction is not None and heaviest.entry.opcode == "custom-call"
         out.append(
             _finding(
-                group[0],
+                heaviest,
                 "cost-unknown",
                 f"{' and '.join(unknown)} of {target} unknown: {len(group)} op(s) ({names}), "
                 f"{seconds(total)} (all devices); no efficiency is judged for them",
-                "add a cost model in a TOML file given with --kernels FILE (schema: "
-                f"profan/data/kernels.toml), e.g. {_kernel_example(target)}",
-                total,
+                _cost_unknown_advice(heaviest, target if custom else None),
+                None,
+                "unknown: the ops' ideal time is unknown",
+                time_s=total,
             )
         )
     return out
@@ -240,6 +317,7 @@ def exposed_collective(report: Report, ops: list[OpContext], config: RuleConfig)
                     "async collectives / scheduling: start it earlier or split it so compute can "
                     "overlap (e.g. collective matmul, latency-hiding scheduler flags)",
                     e.exposed_s,
+                    "its exposed time",
                 )
             )
     return out
@@ -277,7 +355,8 @@ def latency_bound_collectives(
                     ": each pays the per-hop latency",
                     "combine them into one (XLA's all-reduce/all-gather combiner thresholds, or "
                     "concatenate the tensors before the collective)",
-                    c.entry.measured_s,
+                    c.entry.measured_s * (len(group) - 1) / len(group),
+                    f"combined, the {len(group)} pay one latency: (n−1)/n of its time",
                 )
             )
     return out
@@ -306,6 +385,7 @@ def relayout_copy(report: Report, ops: list[OpContext], config: RuleConfig) -> l
                     "the layouts of its producer and consumer (a transpose in the model, or "
                     "sharding that disagrees between them)",
                     c.entry.measured_s,
+                    "its measured time, were the copy not needed",
                 )
             )
     return out
@@ -331,6 +411,7 @@ def tile_padding(report: Report, ops: list[OpContext], config: RuleConfig) -> li
                     "pad the minor dimensions to the tile (multiples of 8×128; 128/256 for the "
                     "MXU) or reorder dimensions so a large one is minor",
                     c.entry.measured_s * (1 - 1 / ratio),
+                    "the padded share of its time",
                 )
             )
     return out
@@ -369,7 +450,8 @@ def small_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> li
                     "small-matmul",
                     f"matmul with {listed} below the {mxu}-wide MXU",
                     "batch more tokens per chip or shard differently so each dim is ≥ the MXU size",
-                    c.entry.measured_s,
+                    c.entry.measured_s - c.entry.roofline_s,
+                    "at most measured − ideal",
                 )
             )
     return out
@@ -397,7 +479,8 @@ def f32_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list
                     f"{dims.dtype} matmul: runs at a fraction of the bf16 rate",
                     "cast the operands (or set the dot's precision / preferred_element_type) to "
                     "bf16 where the model allows",
-                    c.entry.measured_s,
+                    c.entry.measured_s - c.entry.roofline_s,
+                    "measured − ideal at its dtype's rate (bf16's ideal is lower: more)",
                 )
             )
     return out
@@ -425,6 +508,7 @@ def host_transfer(report: Report, ops: list[OpContext], config: RuleConfig) -> l
                     "prefetch the input (double-buffer infeed / device_put ahead) or keep the "
                     "data on the device",
                     exposed,
+                    "its exposed time",
                 )
             )
     return out
@@ -434,6 +518,7 @@ def host_transfer(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     "large-allgather",
     "all-gathers of weights larger than a fraction of HBM",
     ("allgather_hbm_fraction_above",),
+    floors=MEMORY_FLOORS,
 )
 def large_allgather(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     capacity = report.chip.get("hbm_capacity_bytes")
@@ -448,16 +533,17 @@ def large_allgather(report: Report, ops: list[OpContext], config: RuleConfig) ->
         if size > config.allgather_hbm_fraction_above * capacity and feeds_from_parameter(
             c.instruction, c.module
         ):
-            out.append(
-                _finding(
-                    c,
-                    "large-allgather",
-                    f"gathers a weight of {size / 1e9:.2f} GB ({size / capacity:.0%} of HBM)",
-                    "keep the weight sharded (FSDP gathers layer by layer) or shard it along "
-                    "an axis the matmul contracts",
-                    e.measured_s,
-                )
+            found = _finding(
+                c,
+                "large-allgather",
+                f"gathers a weight of {size / 1e9:.2f} GB ({size / capacity:.0%} of HBM)",
+                "keep the weight sharded (FSDP gathers layer by layer) or shard it along "
+                "an axis the matmul contracts",
+                None,
+                "the gathered weight's bytes per device",
             )
+            found.saving_bytes = float(size)
+            out.append(found)
     return out
 
 
@@ -485,6 +571,7 @@ def repeated_collective(report: Report, ops: list[OpContext], config: RuleConfig
                     "reuse the first result (the sharding of its consumers may force the "
                     "repeat: check their in/out shardings)",
                     c.entry.measured_s,
+                    "its measured time, were the repeat reused",
                 )
             )
     return out
@@ -499,6 +586,7 @@ def _ratio_text(ratio: float) -> str:
 def idle_gaps(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
     summary = report.summary
     median = summary.step_time_median_s or 0.0
+    devices = max(summary.device_count, 1)  # the figures are per device; savings all devices
     out = []
     gap = summary.inter_step_gap_max_s
     if median > 0 and gap > config.idle_gap_fraction_above * median:
@@ -510,6 +598,8 @@ def idle_gaps(report: Report, ops: list[OpContext], config: RuleConfig) -> list[
                 "the host loop: data loading, Python overhead, blocking on results "
                 "(block_until_ready, printing metrics) between steps",
                 time_s=summary.inter_step_gap_total_s or gap,
+                saving_s=(summary.inter_step_gap_total_s or gap) * devices,
+                saving_from="the gaps between steps, all devices",
             )
         )
     span = summary.busy_span_s
@@ -523,6 +613,8 @@ def idle_gaps(report: Report, ops: list[OpContext], config: RuleConfig) -> list[
                 "dependencies on the host (callbacks, transfers) or launch overhead between "
                 "small ops",
                 time_s=idle,
+                saving_s=idle * devices,
+                saving_from="the idle time, all devices",
             )
         )
     return out

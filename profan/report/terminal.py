@@ -15,6 +15,7 @@ from profan.report.format import (
     percent,
     seconds,
     si,
+    saving_text,
     sources_legend,
     step_share_text,
 )
@@ -354,9 +355,11 @@ def render(
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
     if report.findings:
-        out.append(style(f"Suspicious ({len(report.findings)} findings)", "bold"))
-        # profile-wide findings first, then one block per op (heaviest first); "look at" advice
-        # once per rule
+        out.append(
+            style(f"Suspicious ({len(report.findings)} findings, largest saving first)", "bold")
+        )
+        # one block per op, and one for the whole profile, where its largest saving ranks;
+        # "look at" advice once per rule
         groups = grouped_findings(report.findings)
         labels = {op.key: op.label for op in report.ops}
         advised: set[tuple[str, str]] = set()
@@ -375,7 +378,9 @@ def render(
             else:
                 out.append(style("  profile (whole trace, no single op):", "bold"))
             for f in findings:
-                body = para(f"{f.rule}: {f.message}", width, indent=4, hang=4)
+                saving = saving_text(f)
+                text = f"{f.rule}: {f.message}" + (f"; {saving}" if saving else "")
+                body = para(text, width, indent=4, hang=4)
                 out.append(body[0].replace(f.rule, style(f.rule, "red"), 1))
                 out.extend(body[1:])
                 if (f.rule, f.look_at) not in advised:

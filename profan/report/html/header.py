@@ -20,6 +20,7 @@ def _card(title: str, value: str, detail: str, tone: str = "") -> str:
         f"<div class='{classes}'><div class='card-title'>{escape(title)}</div>"
         f"<div class='card-value'>{escape(value)}</div>"
         f"<div class='card-detail'>{escape(detail)}</div></div>"
+from profan.report.savings import ranked
     )
 
 
@@ -39,6 +40,27 @@ def _cards(report: Report) -> list[str]:
             _card(
                 "step time (median)",
                 seconds(s.step_time_median_s),
+def _findings_detail(report: Report) -> str:
+    """The rules in the order of their largest saving (``profan.report.savings``), the first
+    naming its op and what fixing it would save."""
+    findings = ranked(report.findings)
+    if not findings:
+        return "none of the rules fired"
+    rules = Counter(f.rule for f in findings)
+    order = list(dict.fromkeys(f.rule for f in findings))
+    top = findings[0]
+    share = (
+        f"{percent(top.saving_share)} of the time"
+        if top.saving_share is not None
+        else f"{percent(top.saving_memory_share)} of memory"
+        if top.saving_memory_share is not None
+        else None
+    )
+    lead = f" ({top.name} saves {share})" if share and top.name else ""
+    parts = [f"{rule} ×{rules[rule]}" + (lead if i == 0 else "") for i, rule in enumerate(order)]
+    return ", ".join(parts[:3]) + (", …" if len(parts) > 3 else "")
+
+
                 f"{s.step_count} steps: min {seconds(s.step_time_min_s)}, p90 "
                 f"{seconds(s.step_time_p90_s)}, max {seconds(s.step_time_max_s)}",
             )
@@ -89,15 +111,11 @@ def _cards(report: Report) -> list[str]:
             _tone(idle_share, 0.25, 0.1, high_is_bad=True),
         )
     )
-    rules = Counter(f.rule for f in report.findings)
     cards.append(
         _card(
             "findings",
             str(len(report.findings)),
-            ", ".join(f"{rule} ×{n}" for rule, n in rules.most_common(3))
-            + (", …" if len(rules) > 3 else "")
-            if rules
-            else "none of the rules fired",
+            _findings_detail(report),
             "bad" if report.findings else "ok",
         )
     )

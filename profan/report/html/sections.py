@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from profan.report.format import grouped_findings
+from profan.report.format import grouped_findings, saving_text
 from profan.report.model import Report
 
 
@@ -33,7 +33,9 @@ def findings_html(report: Report) -> str:
         for f in findings:
             host = f" <i>host {escape(f.host)}</i>" if f.host else ""
             parts.append(
-                f"<li><b class='rule'>{escape(f.rule)}</b>{host}: {escape(f.message)}. "
+            saving = saving_text(f)
+            saved = f"; <span class='saving'>{escape(saving)}</span>" if saving else ""
+                f"<li><b class='rule'>{escape(f.rule)}</b>{host}: {escape(f.message)}{saved}. "
                 f"<span class='look-at'><i>Look at:</i> {escape(f.look_at)}</span></li>"
             )
         parts.append("</ul></li>")
