@@ -23,7 +23,6 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from profan.errors import ConfigError
-from profan.inputs import check_input
 
 T = TypeVar("T")
 
@@ -49,7 +48,6 @@ def read_config(path: str | Path, *, what: str, syntax: Syntax) -> Any:
     ``MAX_NESTING`` and numbers that are not finite all raise ``ConfigError`` naming the file and
     where in it (line:column, or the key)."""
     path = Path(path)
-    check_input(path, what)
     try:
         data = path.read_bytes()
     except OSError as error:

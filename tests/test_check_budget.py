@@ -23,14 +23,23 @@ def report(fixtures_dir: Path, name: str) -> Report:
 
 def test_per_scope_budget(fixtures_dir: Path) -> None:
     mlp = report(fixtures_dir, "mlp")
-    dots = [op for op in mlp.ops if "dot_general" in (op.key or "")]
+    dots = [op for op in mlp.ops if op.name.startswith("dot")]
     assert dots
-    per_device = sum(op.measured_s for op in dots) / mlp.summary.device_count
-    loose = Budget(ops=(OpBudget("*dot_general*", max_time_s=per_device * 1.01),))
-    tight = Budget(ops=(OpBudget("*dot_general*", max_time_s=per_device * 0.99),))
+    # a per-op time budget is per step (the mean over the captured steps), per device
+    per_step = sum(op.measured_s for op in dots) / mlp.summary.device_count
+    per_step /= mlp.summary.step_count
+    loose = Budget(ops=(OpBudget("dot*", max_time_s=per_step * 1.01),))
+    tight = Budget(ops=(OpBudget("dot*", max_time_s=per_step * 0.99),))
     assert all(r.passed for r in evaluate(mlp, loose))
     failed = [r for r in evaluate(mlp, tight) if not r.passed]
     assert len(failed) == 1 and failed[0].source  # points at a source line
+    assert f"mean of {mlp.summary.step_count} steps" in failed[0].message
+    # the stable key merges the all-reduces into the dot_general scope; patterns match names
+    assert not evaluate(mlp, Budget(ops=(OpBudget("*dot_general*", max_time_s=1.0),)))[0].passed
+    everything = Budget(ops=(OpBudget("scope:jit(train_step)", max_time_s=1.0),))
+    (result,) = evaluate(mlp, everything)
+    scoped = [op for op in mlp.ops if op.scope == "jit(train_step)"]
+    assert scoped and f"{len(scoped)} op(s)" in result.message
     # a pattern that matches nothing is a failure, not a silent pass
     assert not evaluate(mlp, Budget(ops=(OpBudget("*no-such-op*", max_time_s=1.0),)))[0].passed
 

@@ -12,9 +12,9 @@
     hbm_headroom_min = 0.10       # ... leaving at least this share of the chip's memory free
     max_host_skew_s = 0.005       # largest step skew between hosts (multi-host profiles)
 
-    [[budget.ops]]                # per-op or per-scope limits; match = glob on key/name/scope
-    match = "*dot_general*"
-    max_time_s = 0.010            # total time of the matching ops, per device
+    [[budget.ops]]                # per-op limits; match = glob on op names (or program/name,
+    match = "all-reduce*"         # or the opcode); "scope:GLOB" matches the JAX scope instead
+    max_time_s = 0.010            # time of the matching ops per step (mean), per device
     min_efficiency = 0.25         # each matching op
 
     [baseline]                    # tolerances when --baseline is given
@@ -52,6 +52,7 @@ from profan.report.escape import (
 )
 from profan.report.format import percent, seconds
 from profan.report.hosts import host_checks
+from profan.report.keys import base_name, check_id
 from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
 from profan.tomlschema import convert, read_toml
@@ -60,10 +61,11 @@ _STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
 
 class OpBudget(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[[budget.ops]]``: limits on the ops whose key, name, scope or opcode match a glob."""
+    """``[[budget.ops]]``: limits on the ops whose name (``program/name``) or opcode match a
+    glob, or whose JAX scope does (``scope:GLOB``)."""
 
     match: str
-    max_time_s: NonNegative | None = None  # total of the matching ops, per device
+    max_time_s: NonNegative | None = None  # the matching ops per step (mean), per device
     min_efficiency: NonNegative | None = None  # each matching op
 
 
@@ -201,16 +203,24 @@ def _whose(now: str | None, before: str | None) -> str | None:
     return None if before is None else f"the baseline: {before}"
 
 
-def _per_step(report: Report, value: float) -> float:
-    steps = report.summary.step_count
-    return value / steps if steps else value
+# ``match = "scope:GLOB"`` matches the op's JAX scope (``jit(train)/layer0/attention``); a
+# pattern with ``|`` the op's stable key (``module|scope|kind``, profan.report.keys); any other
+# its name, its ``program/name`` or its opcode.  (A scope names every op a layer made, its
+# collectives too: only a pattern that asks for scopes or keys selects by them.)
+SCOPE_PREFIX = "scope:"
 
 
 def _matches(op: OpEntry, pattern: str) -> bool:
-    return any(
-        fnmatch.fnmatchcase(text, pattern)
-        for text in (op.key, op.name, op.label, op.scope or "", op.opcode)
-    )
+    if pattern.startswith(SCOPE_PREFIX):
+        return fnmatch.fnmatchcase(op.scope or "", pattern[len(SCOPE_PREFIX) :])
+    if "|" in pattern:
+        return fnmatch.fnmatchcase(op.key, pattern)
+    names = (op.name, op.label, f"{base_name(op.module)}/{op.name}", op.opcode)
+    return any(fnmatch.fnmatchcase(text, pattern) for text in names)
+
+
+def _op_id(op: OpEntry) -> str:
+    return check_id(op.key, op.name)
 
 
 def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> list[CheckResult]:
@@ -287,16 +297,30 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
             results.append(CheckResult(name, False, f"no op matches {op_budget.match!r}"))
             continue
         if op_budget.max_time_s is not None:
-            total = sum(op.measured_s for op in chosen) / devices
-            results.append(
-                CheckResult(
-                    f"{name}.time",
-                    total <= op_budget.max_time_s,
-                    f"{len(chosen)} op(s) matching {op_budget.match!r} take {seconds(total)} per "
-                    f"device (budget {seconds(op_budget.max_time_s)})",
-                    chosen[0].source,
+            limit = f"budget {seconds(op_budget.max_time_s)}"
+            steps = s.step_count
+            heaviest = max(chosen, key=lambda op: op.measured_s)
+            if not steps:  # a per-step figure needs steps: no verdict on a total instead
+                results.append(
+                    CheckResult(
+                        f"{name}.time",
+                        False,
+                        f"time per step unknown: the trace has no step markers ({limit} per step)",
+                        heaviest.source,
+                    )
                 )
-            )
+            else:
+                per_step = sum(op.measured_s for op in chosen) / devices / steps
+                results.append(
+                    CheckResult(
+                        f"{name}.time",
+                        per_step <= op_budget.max_time_s,
+                        f"{len(chosen)} op(s) matching {op_budget.match!r} take "
+                        f"{seconds(per_step)} per step per device (mean of {steps} steps; "
+                        f"heaviest {heaviest.label}; {limit})",
+                        heaviest.source,
+                    )
+                )
         if op_budget.min_efficiency is not None:
             if all(op.efficiency is None for op in chosen):  # the gate must not vanish
                 results.append(
@@ -315,7 +339,7 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                 if not op.cost_known:  # the efficiency is only a lower bound: no verdict
                     results.append(
                         CheckResult(
-                            f"{name}.efficiency:{op.label}",
+                            f"{name}.efficiency:{_op_id(op)}",
                             True,
                             f"{op.label} not judged: its FLOPs/bytes are {op.flops_source}/"
                             f"{op.bytes_source}, so {percent(op.efficiency)} is only a lower "
@@ -326,7 +350,7 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                     continue
                 results.append(
                     CheckResult(
-                        f"{name}.efficiency:{op.label}",
+                        f"{name}.efficiency:{_op_id(op)}",
                         op.efficiency >= op_budget.min_efficiency,
                         f"{op.label} at {percent(op.efficiency)} of its roofline "
                         f"(budget at least {percent(op_budget.min_efficiency)})",
@@ -384,7 +408,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
         ):
             regressed.append(
                 CheckResult(
-                    f"baseline.op:{op.key}",
+                    f"baseline.op:{_op_id(op)}",
                     False,
                     f"{op.label} took {seconds(op.measured_s)} vs {seconds(before.measured_s)} in "
                     f"the baseline ({op.measured_s / before.measured_s - 1:+.0%})",
@@ -406,7 +430,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
         for op in new:
             results.append(
                 CheckResult(
-                    f"baseline.new_collective:{op.key}",
+                    f"baseline.new_collective:{_op_id(op)}",
                     False,
                     f"new collective {op.label} ({op.opcode}, {seconds(op.measured_s)}) not in the "
                     "baseline",
@@ -421,7 +445,8 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
         for f in fresh:
             results.append(
                 CheckResult(
-                    f"baseline.new_suspicious:{f.rule}:{f.op or ''}",
+                    f"baseline.new_suspicious:{f.rule}"
+                    + (f":{check_id(f.op, f.name or '')}" if f.op else ""),
                     False,
                     f"new suspicious op: {f.rule}: {f.name or ''} {f.message}".replace("  ", " "),
                     f.source,

@@ -20,10 +20,10 @@ from profan.report.kernels import op_kernels
 from profan.report.memory import memory_section
 from profan.report.model import OpEntry, Report, Scalar
 from profan.report.notes import distinct
+from profan.report.savings import ranked
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.roofline import Score
 from profan.sharding import ShardingReport
-from profan.report.savings import ranked
 from profan.trace.profile import DeviceInfo, Profile
 
 # Sorts ops without an instruction after every op of their module when numbering shared keys.

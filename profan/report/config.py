@@ -50,6 +50,13 @@ class RuleConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     # device; one temporary buffer above this share of its program's peak
     memory_near_capacity_above: NonNegative = 0.90
     memory_large_temporary_share_above: NonNegative = 0.25
+    # Floors (profan.report.savings): a finding whose estimated saving is below its rule's floor
+    # stays silent and counts toward no budget.  Time: under this share of the devices' time
+    # (busy span x devices).  Memory: under this many bytes per device, or under this share of
+    # the chip's memory per device.
+    min_saving_share: NonNegative = 0.005
+    min_saving_bytes: NonNegative = 1 << 20
+    min_saving_memory_share: NonNegative = 0.001
     disabled: tuple[str, ...] = ()
 
     @classmethod

@@ -9,6 +9,7 @@ an ordinal in program order.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -48,6 +49,15 @@ def assign_keys(rows: Iterable[tuple[str, str | None, str, str]]) -> list[str]:
         seen[key] += 1
         keys.append(key if n == 0 else f"{key}#{n}")
     return keys
+
+
+def check_id(key: str, name: str) -> str:
+    """A short, stable name for a check on one op (``profan check``'s result names, JUnit test
+    cases): the op's name without XLA's numbering and a short hash of its key (module, scope,
+    kind, ordinal), so it stays the same across recompiles exactly when the key does; the key
+    itself runs to hundreds of characters of scope."""
+    digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{base_name(name) or name}@{digest}"
 
 
 _ORDINAL = re.compile(r"#(\d+)$")

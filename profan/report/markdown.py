@@ -9,9 +9,9 @@ from profan.report.format import (
     grouped_findings,
     mfu_text,
     percent,
+    saving_text,
     seconds,
     si,
-    saving_text,
     sources_legend,
     step_share_text,
 )
@@ -169,6 +169,7 @@ def render(
             source = f" ({markdown_text(first.source)})" if first.source else ""
             lines += [f"**{markdown_code(labels.get(key) or first.name or key)}**{source}", ""]
         for f in findings:
+            saving = saving_text(f)
             lines.append(
                 f"- **{f.rule}**: {_cell(f.message).replace('<', '&lt;')}"
                 + (f"; {saving}" if saving else "")
@@ -190,4 +191,3 @@ def render(
         lines += [f"- {markdown_text(note)}" for note in notes]
         lines += [f"- {more_text(rest)}"] if rest else []
     return "\n".join(lines) + "\n"
-            saving = saving_text(f)

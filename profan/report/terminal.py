@@ -13,9 +13,9 @@ from profan.report.format import (
     grouped_findings,
     mfu_text,
     percent,
+    saving_text,
     seconds,
     si,
-    saving_text,
     sources_legend,
     step_share_text,
 )

@@ -12,6 +12,7 @@ from profan.report.format import mfu_text, percent, seconds, si, step_share_text
 from profan.report.model import Report
 from profan.report.notes import HEADING as NOTES_HEADING
 from profan.report.notes import more_text, notes_shown
+from profan.report.savings import ranked
 
 
 def _card(title: str, value: str, detail: str, tone: str = "") -> str:
@@ -20,7 +21,6 @@ def _card(title: str, value: str, detail: str, tone: str = "") -> str:
         f"<div class='{classes}'><div class='card-title'>{escape(title)}</div>"
         f"<div class='card-value'>{escape(value)}</div>"
         f"<div class='card-detail'>{escape(detail)}</div></div>"
-from profan.report.savings import ranked
     )
 
 
@@ -32,14 +32,6 @@ def _tone(share: float | None, bad: float, warn: float, *, high_is_bad: bool) ->
     return "bad" if share < bad else "warn" if share < warn else "ok"
 
 
-def _cards(report: Report) -> list[str]:
-    s = report.summary
-    cards = []
-    if s.step_count:
-        cards.append(
-            _card(
-                "step time (median)",
-                seconds(s.step_time_median_s),
 def _findings_detail(report: Report) -> str:
     """The rules in the order of their largest saving (``profan.report.savings``), the first
     naming its op and what fixing it would save."""
@@ -61,6 +53,14 @@ def _findings_detail(report: Report) -> str:
     return ", ".join(parts[:3]) + (", …" if len(parts) > 3 else "")
 
 
+def _cards(report: Report) -> list[str]:
+    s = report.summary
+    cards = []
+    if s.step_count:
+        cards.append(
+            _card(
+                "step time (median)",
+                seconds(s.step_time_median_s),
                 f"{s.step_count} steps: min {seconds(s.step_time_min_s)}, p90 "
                 f"{seconds(s.step_time_p90_s)}, max {seconds(s.step_time_max_s)}",
             )

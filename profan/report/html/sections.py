@@ -32,9 +32,9 @@ def findings_html(report: Report) -> str:
             parts.append(f"<li class='group'>{name}{source}<ul>")
         for f in findings:
             host = f" <i>host {escape(f.host)}</i>" if f.host else ""
-            parts.append(
             saving = saving_text(f)
             saved = f"; <span class='saving'>{escape(saving)}</span>" if saving else ""
+            parts.append(
                 f"<li><b class='rule'>{escape(f.rule)}</b>{host}: {escape(f.message)}{saved}. "
                 f"<span class='look-at'><i>Look at:</i> {escape(f.look_at)}</span></li>"
             )
