@@ -161,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         if collecting:
             gc.enable()
     try:
+        from profan.inputs import check_inputs
+
+        # a device or FIFO among the inputs would hang the command: refused before any is read
+        check_inputs(
+            args,
+            [(os.environ.get(name, ""), f"${name}") for name in ("PROFAN_CHIPS", "PROFAN_KERNELS")],
+        )
         if getattr(args, "user_chips", None):
             _use_chip_file(args.user_chips)
         elif hasattr(args, "user_chips") and os.environ.get("PROFAN_CHIPS"):

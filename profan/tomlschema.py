@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from profan.errors import ConfigError
+from profan.inputs import check_input
 
 T = TypeVar("T")
 
@@ -48,6 +49,7 @@ def read_config(path: str | Path, *, what: str, syntax: Syntax) -> Any:
     ``MAX_NESTING`` and numbers that are not finite all raise ``ConfigError`` naming the file and
     where in it (line:column, or the key)."""
     path = Path(path)
+    check_input(path, what)
     try:
         data = path.read_bytes()
     except OSError as error:

@@ -282,3 +282,43 @@ def test_distinct_as_numpy_unique(values: list[int]) -> None:
     expected, expected_inverse = np.unique(ids, return_inverse=True)
     assert found.tolist() == expected.tolist()
     assert inverse.tolist() == expected_inverse.tolist()
+
+
+def test_field_number_zero_in_an_event_raises_wire_error() -> None:
+    # (synthetic bytes: no serializer writes field 0; a varint field 0, then a stat holding one)
+    with pytest.raises(WireError, match="field number 0"):
+        decode_events([b"\x08\x03\x00\x00"])
+    with pytest.raises(WireError):
+        decode_events([b"\x08\x03\x22\x04\x08\x02\x00\x05"])
+
+
+@pytest.mark.parametrize("wire_type", [3, 4, 6, 7])
+def test_impossible_wire_types_raise_wire_error(wire_type: int) -> None:
+    with pytest.raises(WireError):
+        decode_events([bytes([0x08, 0x03, 5 << 3 | wire_type, 0x00])])
+
+
+def test_synthetic_zeros_file_refused_at_once(tmp_path: Path) -> None:
+    """40 MB of zeros (synthetic) is field 0 at its first byte: refused before reading on
+    (it took 32 s)."""
+    import time
+
+    from profan.errors import TraceError
+    from profan.trace.xplane import read_host
+
+    zeros = tmp_path / "synthetic_zeros.xplane.pb"
+    zeros.write_bytes(bytes(40 * 2**20))
+    started = time.perf_counter()
+    with pytest.raises(TraceError, match="field number 0 at byte 0"):
+        read_host(str(zeros), "synthetic_zeros")
+    assert time.perf_counter() - started < 1
+
+
+def test_damaged_wire_type_in_the_file_refused(tmp_path: Path) -> None:
+    damaged = tmp_path / "synthetic_group.xplane.pb"
+    damaged.write_bytes(bytes([1 << 3 | 3]) + bytes(100))  # field 1 as a (deprecated) group
+    from profan.errors import TraceError
+    from profan.trace.xplane import read_host
+
+    with pytest.raises(TraceError, match="wire type 3"):
+        read_host(str(damaged), "synthetic_group")

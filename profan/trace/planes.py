@@ -3,7 +3,7 @@ events, and the column builder.  Readers: ``xplane`` (TPU, CPU host, metadata), 
 
 from __future__ import annotations
 
-import gzip
+import zlib
 from collections import defaultdict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 
 from profan.arrays import among, distinct
 from profan.errors import TraceError
+from profan.gunzip import gunzip
 from profan.trace.space import line_events
 from profan.trace.wire import (
     KIND_DOUBLE,
@@ -133,8 +134,8 @@ def _stat_value(stat: Message, names: dict[int, str]) -> Any:
         return names.get(value)
     if which == "compressed_str_value":
         try:
-            return gzip.decompress(value).decode("utf-8", "replace")
-        except (OSError, EOFError):
+            return gunzip(value).decode("utf-8", "replace")
+        except (EOFError, ValueError, zlib.error):  # damaged, or a bomb (GunzipLimitError)
             return None
     return value
 
@@ -224,8 +225,8 @@ class _PlaneStats:
         raw = events.stat_text(row)
         if events.stat_kind[row] == KIND_GZIP:
             try:
-                raw = gzip.decompress(raw)
-            except (OSError, EOFError):
+                raw = gunzip(raw)
+            except (EOFError, ValueError, zlib.error):  # damaged, or a bomb (GunzipLimitError)
                 return None
         return raw.decode("utf-8", "replace")
 

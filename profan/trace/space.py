@@ -52,6 +52,8 @@ def _field_at(stream: IO[bytes], pos: int, end: int) -> tuple[int, int, int, int
     head = stream.read(min(20, end - pos))
     tag, at = _varint(head, 0)
     number, wire = tag >> 3, tag & 7
+    if number == 0:  # no message has a field 0: not protobuf (40 MB of zeros stops here at once)
+        raise _Damaged(f"field number 0 at byte {pos}")
     if wire == 0:
         value, at = _varint(head, at)
         return number, wire, value, pos + at
@@ -66,7 +68,7 @@ def _field_at(stream: IO[bytes], pos: int, end: int) -> tuple[int, int, int, int
         if pos + at + width > end:
             raise _Damaged(f"field {number} runs past the end of its message")
         return number, wire, 0, pos + at + width
-    raise _Damaged(f"wire type {wire} of field {number}")
+    raise _Damaged(f"wire type {wire} of field {number} at byte {pos}")
 
 
 @dataclass(slots=True)

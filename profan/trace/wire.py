@@ -261,6 +261,8 @@ def _other_field(
     if sized.size:
         size, after = _read_varint(buf, pos[sized])
         out[sized] = after + size
+    if (field == 0).any():
+        raise WireError("field number 0 in an event (not protobuf)")
     if np.isin(wire, (0, 1, 2, 5), invert=True).any() or (out > ends).any():
         raise WireError("malformed field in an event")
     return out
@@ -298,7 +300,7 @@ def _decode_stats(
     length = np.zeros(count, dtype=np.int64)
     present = np.flatnonzero(value_pos < end)
     tag = buf[value_pos[present]]
-    if (tag >= 0x80).any():
+    if (tag >= 0x80).any() or (tag < 0x08).any():  # (field numbers 0 and 16 or more)
         raise WireError("unexpected field in a stat")
     field = (tag >> 3).astype(np.int8)
     wire = tag & 7

@@ -44,8 +44,8 @@ Where stats live (learned from real traces):
 
 from __future__ import annotations
 
-import gzip
 import re
+import zlib
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +55,8 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.errors import TraceError
+from profan.gunzip import GunzipLimitError, gunzip
+from profan.inputs import check_input
 from profan.trace.device_clock import (
     DEVICE_CLOCK_STATS,
     ClockAnchors,
@@ -91,14 +93,19 @@ def _classes() -> dict[str, type[Message]]:
 
 
 def read_bytes(path: Path | RemotePath) -> bytes:
+    """The file's bytes, gunzipped (within ``profan.gunzip``'s limit) when compressed."""
+    if isinstance(path, Path):
+        check_input(path, "trace file")
     try:
         data = path.read_bytes()
     except OSError as error:
         raise TraceError(str(path), f"cannot read: {error.strerror}") from None
     if path.name.endswith(".gz") or data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, ValueError) as error:
+            data = gunzip(data)
+        except GunzipLimitError as error:
+            raise TraceError(str(path), str(error)) from None
+        except (OSError, EOFError, ValueError, zlib.error) as error:
             raise TraceError(str(path), f"not a valid gzip file: {error}") from None
     return data
 

@@ -15,14 +15,16 @@ memories, every memory space but HBM its breakdown lists).
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from profan.errors import ProfanError
+from profan.gunzip import GunzipLimitError, gunzip
+from profan.inputs import check_input
 
 DUPLICATES_SUFFIX = " and its duplicate(s)"
 # A program node is printed ``jit_train_step(2041036616644817336)``: name and program id.
@@ -206,14 +208,17 @@ def read_op_profile(path: str | Path) -> OpProfile:
     """Read an op profile file (``.json`` or ``.json.gz``); a file that is not one raises
     ``OpProfileError`` (exit code 2) naming the file and why."""
     name = str(path)
+    check_input(path, "op profile")
     try:
         raw = Path(path).read_bytes()
     except OSError as error:
         raise OpProfileError(name, f"cannot read: {error.strerror or error}") from None
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as error:
+            raw = gunzip(raw)
+        except GunzipLimitError as error:
+            raise OpProfileError(name, str(error)) from None
+        except (EOFError, ValueError, zlib.error) as error:
             raise OpProfileError(name, f"not a readable gzip file ({error})") from None
     try:
         data = json.loads(raw)
