@@ -86,7 +86,7 @@ def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str, name: str) ->
     )
     out = capsys.readouterr().out
     assert "jit_train_step(13930)" in out
-    assert "1.54GB" in out  # the peak, XLA's peak_memory_in_bytes 1,544,355,936
+    assert "1.54 GB" in out  # the peak, XLA's peak_memory_in_bytes 1,544,355,936
     assert gpu_chip(name) in out and "headroom" in out
     assert "loop_broadcast_fusion.3" in out  # the largest buffer live at the peak
     if fmt == "html":

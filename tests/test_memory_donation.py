@@ -109,7 +109,7 @@ def test_the_rule_names_each_input_and_what_donating_it_saves() -> None:
     assert len(findings) == 9  # 2 (sgd_loop) + 6 (adam_update) + 1 (decode_step)
     (cache_finding,) = [f for f in findings if "input cache" in f.message]
     assert "is replaced by its new value" in cache_finding.message
-    assert "donating it would save 32.8kB" in cache_finding.message
+    assert "donating it would save 32.8 kB" in cache_finding.message
     assert cache_finding.source and "make_state_fixtures.py" in cache_finding.source
 
 

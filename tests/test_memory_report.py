@@ -68,7 +68,7 @@ def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
         (True, False),
         (False, True),
     ]
-    assert all("donating it would save 65.5kB" in f.message for f in findings)
+    assert all("donating it would save 65.5 kB" in f.message for f in findings)
     # The new values are the SGD update's subtractions (`jit(train_step)/sub`), and the source
     # is the update's line, `p - 0.01 * g` (line 205 of the script that recorded the fixture).
     assert sorted(f.message.split("new value ")[1].split()[0] for f in findings) == [
@@ -111,7 +111,7 @@ def test_synthetic_near_capacity_when_the_chip_is_small() -> None:
 def test_markdown_and_html_show_the_section() -> None:
     report = _report("gpu_transformer")
     text = markdown.render(report)
-    assert "## Memory (per device)" in text and "1.54GB" in text
+    assert "## Memory (per device)" in text and "1.54 GB" in text
     page = html.render(report)
     assert "<h2>Memory (per device)</h2>" in page
     assert 'class="memory-timeline"' in page and 'class="memory-buffers"' in page
@@ -155,7 +155,7 @@ def test_check_command_fails_on_the_memory_budget(tmp_path: Path, capsys) -> Non
     toml.write_text("[budget]\npeak_hbm_bytes = 100000\n")
     assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 1
     out = capsys.readouterr().out
-    assert "peak_hbm" in out and "410kB" in out
+    assert "peak_hbm" in out and "410 kB" in out
     toml.write_text("[budget]\npeak_hbm_bytes = 'big'\n")
     assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 2
 

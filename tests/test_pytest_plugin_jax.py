@@ -207,7 +207,7 @@ def test_baseline_cycle(project: Path) -> None:
     assert gather_line == _line(project, "hidden = jax.nn.relu(x @ w1)")
     new_collective = re.compile(
         r"FAIL  baseline\.new_collective:\S+: new collective all-gather\S*: all-gather in 4 "
-        r"group\(s\) of 2, 16\.4kB each of f32\[16,256\], 8 executions per step \(all devices\), "
+        r"group\(s\) of 2, 16\.4 kB each of f32\[16,256\], 8 executions per step \(all devices\), "
         rf"at test_model_perf\.py:{gather_line}; not in the baseline"
     )
     for test in ("test_layer", "test_layer_marked"):  # each test's own failure names it once

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from profan.chips import DTYPES, catalogue
+from profan.units import si
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,13 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chips", metavar="FILE", help="a TOML file of extra chips (same schema as the catalogue)"
     )
-
-
-def _si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
             [
                 chip.name + (" ~" if chip.approximate else ""),
                 chip.kind,
-                *(_si(chip.peak_flops[d], "") if d in chip.peak_flops else "-" for d in DTYPES),
-                _si(chip.transcendentals_per_s, "") if chip.transcendentals_per_s else "-",
-                _si(chip.hbm_bytes, "B"),
-                _si(chip.hbm_bytes_per_s, "B/s"),
-                f"{_si(chip.ici_link_bytes_per_s_uni, 'B/s')} / "
-                f"{_si(chip.ici_link_bytes_per_s_bi, 'B/s')}",
+                *(si(chip.peak_flops[d], "") if d in chip.peak_flops else "-" for d in DTYPES),
+                si(chip.transcendentals_per_s, "") if chip.transcendentals_per_s else "-",
+                si(chip.hbm_bytes, "B"),
+                si(chip.hbm_bytes_per_s, "B/s"),
+                f"{si(chip.ici_link_bytes_per_s_uni, 'B/s')} / "
+                f"{si(chip.ici_link_bytes_per_s_bi, 'B/s')}",
                 str(chip.ici_links),
                 chip.topology
                 + (f" ({chip.wraparound})" if chip.topology.startswith("torus") else ""),
@@ -68,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for chip in chips.values():
         rate = chip.transcendentals_per_s
-        figure = f"{rate:.3g}/s" if rate else "-"
+        figure = si(rate, "/s") if rate else "-"
         source = chip.sources.get("transcendentals") or "unknown"
         print(textwrap.fill(f"{chip.name}: {figure}: {source}", 100, initial_indent="  ",
                             subsequent_indent="      "))  # fmt: skip

@@ -7,15 +7,7 @@ import math
 from profan.cost.kernels import SOURCE_MEANINGS
 from profan.report.model import Finding, OpEntry
 from profan.report.savings import ranked
-from profan.units import seconds, si
-
-
-def percent(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if 0 < value < 0.0005:  # "0.0%" would read as none at all
-        return "<0.1%"
-    return f"{value:.1%}"
+from profan.units import percent, seconds, si  # the shared formatters (renderers import them here)
 
 
 def wrap_name(name: str, width: int, separators: str = "._-/") -> list[str]:

@@ -18,7 +18,7 @@ from profan.cost.kernels import EXAMPLE_ENTRY, MODELS
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import custom_call_target
 from profan.report.config import RuleConfig
-from profan.report.format import seconds
+from profan.report.format import percent, seconds, si
 from profan.report.hlo_checks import (
     collective_identity,
     feeds_from_parameter,
@@ -187,8 +187,8 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
                 _finding(
                     c,
                     "far-from-roofline",
-                    f"{e.efficiency:.1%} of its {e.bound_by} roofline over its async span: span "
-                    f"{seconds(e.async_span_s or 0.0)} vs ideal {seconds(ideal_spans)} "
+                    f"{percent(e.efficiency)} of its {e.bound_by} roofline over its async span: "
+                    f"span {seconds(e.async_span_s or 0.0)} vs ideal {seconds(ideal_spans)} "
                     f"({e.async_span_n} executions on the trace's async line); exposed wait "
                     f"{seconds(e.measured_s)} (all devices)",
                     "the transfer's bandwidth (link, contention with other transfers) and, if "
@@ -209,8 +209,8 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
             _finding(
                 c,
                 "far-from-roofline",
-                f"{e.efficiency:.1%} of its {e.bound_by} roofline: measured {seconds(e.measured_s)}"
-                f" vs ideal {seconds(e.roofline_s)} (all devices)",
+                f"{percent(e.efficiency)} of its {e.bound_by} roofline: measured "
+                f"{seconds(e.measured_s)} vs ideal {seconds(e.roofline_s)} (all devices)",
                 look,
                 e.measured_s - e.roofline_s,
                 "measured − ideal",
@@ -312,8 +312,8 @@ def exposed_collective(report: Report, ops: list[OpContext], config: RuleConfig)
                 _finding(
                     c,
                     "exposed-collective",
-                    f"{fraction:.0%} of its time ({seconds(e.exposed_s)}, all devices) is not "
-                    "hidden behind compute",
+                    f"{percent(fraction, 0)} of its time ({seconds(e.exposed_s)}, all devices) "
+                    "is not hidden behind compute",
                     "async collectives / scheduling: start it earlier or split it so compute can "
                     "overlap (e.g. collective matmul, latency-hiding scheduler flags)",
                     e.exposed_s,
@@ -350,7 +350,7 @@ def latency_bound_collectives(
                     c,
                     "latency-bound-collectives",
                     f"one of {len(group)} small collectives in {module} "
-                    f"(< {config.latency_bytes_below / 1e3:.0f} kB each, {seconds(total)} together "
+                    f"(< {si(config.latency_bytes_below, 'B')} each, {seconds(total)} together "
                     "over all devices)"
                     ": each pays the per-hop latency",
                     "combine them into one (XLA's all-reduce/all-gather combiner thresholds, or "
@@ -381,7 +381,7 @@ def relayout_copy(report: Report, ops: list[OpContext], config: RuleConfig) -> l
                 _finding(
                     c,
                     "relayout-copy",
-                    f"a layout change moving {share:.0%} of all HBM bytes",
+                    f"a layout change moving {percent(share, 0)} of all HBM bytes",
                     "the layouts of its producer and consumer (a transpose in the model, or "
                     "sharding that disagrees between them)",
                     c.entry.measured_s,
@@ -536,7 +536,7 @@ def large_allgather(report: Report, ops: list[OpContext], config: RuleConfig) ->
             found = _finding(
                 c,
                 "large-allgather",
-                f"gathers a weight of {size / 1e9:.2f} GB ({size / capacity:.0%} of HBM)",
+                f"gathers a weight of {si(size, 'B')} ({percent(size / capacity, 0)} of HBM)",
                 "keep the weight sharded (FSDP gathers layer by layer) or shard it along "
                 "an axis the matmul contracts",
                 None,
@@ -579,7 +579,7 @@ def repeated_collective(report: Report, ops: list[OpContext], config: RuleConfig
 
 def _ratio_text(ratio: float) -> str:
     """``45% of`` below 2, ``30× `` above (3039% reads badly)."""
-    return f"{ratio:.0%} of" if ratio < 2 else f"{ratio:.0f}×"
+    return f"{percent(ratio, 0)} of" if ratio < 2 else f"{ratio:.0f}×"
 
 
 @rule("idle-gaps", "idle time between steps or inside them", ("idle_gap_fraction_above",))
@@ -608,8 +608,8 @@ def idle_gaps(report: Report, ops: list[OpContext], config: RuleConfig) -> list[
         out.append(
             Finding(
                 "idle-gaps",
-                f"devices idle {idle / span:.0%} of the time between their first and last op "
-                f"({seconds(idle)} per device)",
+                f"devices idle {percent(idle / span, 0)} of the time between their first and last "
+                f"op ({seconds(idle)} per device)",
                 "dependencies on the host (callbacks, transfers) or launch overhead between "
                 "small ops",
                 time_s=idle,

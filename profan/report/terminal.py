@@ -77,7 +77,7 @@ def efficiency_text(value: float | None, style: Style) -> str:
     if value is None:
         return "-"
     colour = "red" if value < 0.1 else "yellow" if value < 0.5 else "green"
-    return style(f"{value:.0%}", colour)
+    return style(percent(value, 0), colour)
 
 
 def _spanned_of(op: OpEntry) -> list[str]:
@@ -163,7 +163,7 @@ def op_table(
                 "category": [op.category],
                 "n": [str(op.occurrences)],
                 "measured": measured_lines(op),
-                "%": [f"{op.measured_s / op_total:.0%}"],
+                "%": [percent(op.measured_s / op_total, 0)],
                 "ideal": ideal_lines(op),
                 "bound": [op.bound_by],
                 "eff": [efficiency_text(op.efficiency, style)],

@@ -19,7 +19,7 @@ import pandas as pd
 
 from profan.chips import Chip
 from profan.roofline.spans import span_rows
-from profan.units import seconds
+from profan.units import percent, seconds
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -104,8 +104,8 @@ def explain_faster_executions(
         why = _why(row.bound_by, row.async_role, shortest, chip)
         if row.async_role == "done" and beaten:
             head = (
-                f"its start-to-done spans are shorter than its transfers' ideal ({efficiency:.0%} "
-                "of the ideal time)"
+                "its start-to-done spans are shorter than its transfers' ideal "
+                f"({percent(efficiency, 0)} of the ideal time)"
             )
         elif row.async_role == "done":
             head = (
@@ -113,7 +113,7 @@ def explain_faster_executions(
                 f"transfer's ideal (shortest {seconds(shortest)}, ideal {seconds(per_execution)})"
             )
         elif beaten:
-            head = f"measured faster than its roofline ({efficiency:.0%} of the ideal time)"
+            head = f"measured faster than its roofline ({percent(efficiency, 0)} of the ideal time)"
         else:
             head = (
                 f"{int(hit['size'])} of {row.occurrences} executions measured faster than its "

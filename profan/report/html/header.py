@@ -133,11 +133,11 @@ def _bound_bar(report: Report) -> str:
     parts = []
     for bound, value in bounds.items():
         share = value / total
-        label = f"{bound} {share:.0%}" if share >= 0.06 else ""
+        label = f"{bound} {percent(share, 0)}" if share >= 0.06 else ""
         parts.append(
             f"<span class='bound-part b-{escape(bound)}' style='flex-grow:{share:.6f};"
             f"background:var(--b-{escape(bound)}, var(--b-other))' "
-            f"title='{escape(bound)}: {seconds(value)} per device ({share:.1%})'>"
+            f"title='{escape(bound)}: {seconds(value)} per device ({percent(share)})'>"
             f"{escape(label)}</span>"
         )
     return (
@@ -150,7 +150,7 @@ def _category_line(report: Report) -> str:
     categories = report.summary.time_by_category_s
     category_total = sum(categories.values()) or 1.0
     category_text = ", ".join(
-        f"{k} {seconds(v)} ({v / category_total:.0%})" for k, v in categories.items()
+        f"{k} {seconds(v)} ({percent(v / category_total, 0)})" for k, v in categories.items()
     )
     return (
         f"<div class='category-line'><b>time by category</b> per device: "

@@ -33,36 +33,52 @@ function setAttrs(node, attrs) {
   }
 }
 
-// %.3g as Python prints it, for the magnitudes the report uses.
+// Numbers as profan.units words them (one set of rules for every output): three significant
+// figures, the unit chosen after rounding (999.96 µs is "1 ms"), no exponent, a space between a
+// number and its unit, and never "0%" for a share that is not zero.
+
+// %.3g as Python prints it, written out without an exponent (1e-05 -> "0.00001").
 function g3(value) {
-  return String(Number(value.toPrecision(3)));
+  const rounded = Number(value.toPrecision(3));
+  if (Math.abs(rounded) >= 1000) return rounded.toFixed(0);
+  if (rounded !== 0 && Math.abs(rounded) < 1e-4) return rounded.toFixed(20).replace(/\.?0+$/, "");
+  return String(rounded);
 }
 
-// 0.000123 -> "123 µs" (profan.units.seconds)
+const TIME_UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"], [1e-12, "ps"]];
+const SI_PREFIXES = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+
+// 0.000123 -> "123 µs", below a picosecond "<1 ps" (profan.units.seconds)
 function fmtSeconds(value) {
   if (value === null || value === undefined || !Number.isFinite(value)) return "-";
-  const m = Math.abs(value);
-  if (m === 0) return "0 s";
-  if (m >= 1) return g3(value) + " s";
-  if (m >= 1e-3) return g3(value * 1e3) + " ms";
-  if (m >= 1e-6) return g3(value * 1e6) + " µs";
-  return g3(value * 1e9) + " ns";
+  if (value === 0) return "0 s";
+  const rounded = Number(value.toPrecision(3));
+  for (const [factor, unit] of TIME_UNITS) {
+    if (Math.abs(rounded) >= factor) {
+      return (Math.abs(rounded) >= 1000 ? value.toFixed(0) : g3(rounded / factor)) + " " + unit;
+    }
+  }
+  return value > 0 ? "<1 ps" : ">-1 ps";
 }
 
-// 5308416000 -> "5.31G" + unit (profan.units.si)
+// 5308416000, "B" -> "5.31 GB", a bare count "5.31 G" (profan.units.si)
 function fmtSI(value, unit = "") {
   if (value === null || value === undefined || !Number.isFinite(value)) return "-";
-  if (value === 0) return "0" + unit;
-  for (const [factor, prefix] of [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
-    if (Math.abs(value) >= factor) return g3(value / factor) + prefix + unit;
+  const rounded = Number(value.toPrecision(3));
+  for (const [factor, prefix] of SI_PREFIXES) {
+    if (Math.abs(rounded) >= 1000 * factor) return (value / factor).toFixed(0) + " " + prefix + unit;
+    if (Math.abs(rounded) >= factor) return g3(rounded / factor) + " " + prefix + unit;
   }
-  return g3(value) + unit;
+  return unit ? g3(rounded) + " " + unit : g3(rounded);
 }
 
-function fmtPercent(value, digits = 1) {
+// 0.724 -> "72.4%"; places 0: whole percents from 10%, one place below; "<0.1%" for a small
+// share that is not zero (profan.units.percent)
+function fmtPercent(value, places = 1) {
   if (value === null || value === undefined || !Number.isFinite(value)) return "-";
-  if (value > 0 && value < 0.0005) return "<0.1%";
-  return (value * 100).toFixed(digits) + "%";
+  if (value !== 0 && Math.abs(value) < 0.0005) return value > 0 ? "<0.1%" : ">-0.1%";
+  if (places === 0 && Math.abs(value) < 0.0995) places = 1;
+  return (value * 100).toFixed(places) + "%";
 }
 
 // The page's colours live in its style sheet (--b-<bound>, --c-<category>).
