@@ -163,30 +163,68 @@ def timeline_svg(
     peak_position: int | None,
     peak_bytes: int,
     width: int = 640,
-    height: int = 160,
+    height: int = 200,
 ) -> str:
-    """The heap over program order (as XProf's memory viewer draws it), peak marked."""
+    """The heap over program order (as XProf's memory viewer draws it), peak marked, with a
+    size axis, a program-order axis and a legend."""
     if len(points) < 2:
         return ""
+    left, right, top_margin, bottom = 64, 10, 22, 34
+    plot_w, plot_h = width - left - right, height - top_margin - bottom
     top = max(points) or 1
-    step = width / (len(points) - 1)
-    path = " ".join(
-        f"{i * step:.1f},{height - value / top * (height - 10):.1f}"
-        for i, value in enumerate(points)
+    step = plot_w / (len(points) - 1)
+
+    def y_of(value: float) -> float:
+        return top_margin + plot_h - value / top * plot_h
+
+    path = " ".join(f"{left + i * step:.1f},{y_of(value):.1f}" for i, value in enumerate(points))
+    axes = [
+        f'<line x1="{left}" y1="{top_margin}" x2="{left}" y2="{top_margin + plot_h}" '
+        'stroke="#555"/>',
+        f'<line x1="{left}" y1="{top_margin + plot_h}" x2="{width - right}" '
+        f'y2="{top_margin + plot_h}" stroke="#555"/>',
+    ]
+    for fraction in (0.0, 0.5, 1.0):  # size ticks: none, half and all of the largest heap
+        y = y_of(top * fraction)
+        axes.append(
+            f'<line x1="{left - 4}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
+            f'stroke="#ddd"/><text x="{left - 6}" y="{y + 4:.1f}" font-size="10" '
+            f'text-anchor="end">{html.escape(size(top * fraction))}</text>'
+        )
+    last = len(points) - 1
+    for position in sorted({0, last // 2, last}):
+        x = left + position * step
+        axes.append(
+            f'<text x="{x:.1f}" y="{top_margin + plot_h + 14}" font-size="10" '
+            f'text-anchor="middle">{position}</text>'
+        )
+    axes.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" font-size="11" '
+        'text-anchor="middle">program order (heap event)</text>'
+    )
+    legend = (
+        f'<line x1="{left}" y1="10" x2="{left + 18}" y2="10" stroke="#1976d2" '
+        f'stroke-width="1.5"/><text x="{left + 22}" y="14" font-size="11">heap in use</text>'
     )
     marker = ""
     if peak_position is not None:
-        x = peak_position * step
+        x = left + peak_position * step
         marker = (
-            f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height}" stroke="#d32f2f" '
-            f'stroke-dasharray="4 3"/><text x="{min(x + 4, width - 120):.1f}" y="12" '
-            f'font-size="11" fill="#d32f2f">peak {html.escape(size(peak_bytes))}</text>'
+            f'<line x1="{x:.1f}" y1="{top_margin}" x2="{x:.1f}" y2="{top_margin + plot_h}" '
+            'stroke="#d32f2f" stroke-dasharray="4 3"/>'
+        )
+        legend += (
+            f'<line x1="{left + 110}" y1="10" x2="{left + 128}" y2="10" stroke="#d32f2f" '
+            f'stroke-dasharray="4 3"/><text x="{left + 132}" y="14" font-size="11" '
+            f'fill="#d32f2f">peak {html.escape(size(peak_bytes))} at event {peak_position}'
+            "</text>"
         )
     return (
         f'<svg class="memory-timeline" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="heap over program order">'
-        f'<polyline fill="none" stroke="#1976d2" stroke-width="1.5" points="{path}"/>'
-        f"{marker}</svg>"
+        + "".join(axes)
+        + f'<polyline fill="none" stroke="#1976d2" stroke-width="1.5" points="{path}"/>'
+        f"{marker}{legend}</svg>"
     )
 
 
@@ -201,16 +239,27 @@ _KIND_COLOURS = {
 
 
 def buffers_svg(buffers: list[tuple[str, int, str, str]], width: int = 640) -> str:
-    """A bar chart of buffers ``(name, bytes, kind, shape)``, coloured by kind."""
+    """A bar chart of buffers ``(name, bytes, kind, shape)``, coloured by kind, with a legend
+    of the kinds shown and a size axis."""
     if not buffers:
         return ""
-    bar, gap, label_width = 16, 4, 260
-    height = len(buffers) * (bar + gap)
+    bar, gap, label_width, legend_h = 16, 4, 260, 22
+    rows_h = len(buffers) * (bar + gap)
+    height = legend_h + rows_h + 20
     largest = max(b[1] for b in buffers) or 1
+    span = width - label_width - 70
     parts = []
+    x = 0
+    for kind in dict.fromkeys(b[2] for b in buffers):  # the legend: the kinds shown, in order
+        colour = _KIND_COLOURS.get(kind, "#1976d2")
+        parts.append(
+            f'<rect x="{x}" y="4" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{x + 16}" y="14" font-size="11">{html.escape(kind)}</text>'
+        )
+        x += 24 + 7 * len(kind)
     for row, (name, nbytes, kind, shape) in enumerate(buffers):
-        y = row * (bar + gap)
-        length = (width - label_width - 70) * nbytes / largest
+        y = legend_h + row * (bar + gap)
+        length = span * nbytes / largest
         colour = _KIND_COLOURS.get(kind, "#1976d2")
         label = html.escape(name if len(name) <= 38 else name[:37] + "…")
         parts.append(
@@ -220,6 +269,15 @@ def buffers_svg(buffers: list[tuple[str, int, str, str]], width: int = 640) -> s
             f'<text x="{label_width + length + 4:.1f}" y="{y + 12}" font-size="11">'
             f"{html.escape(size(nbytes))}</text>"
         )
+    axis_y = legend_h + rows_h
+    parts.append(
+        f'<line x1="{label_width}" y1="{axis_y}" x2="{label_width + span}" y2="{axis_y}" '
+        f'stroke="#555"/><text x="{label_width}" y="{axis_y + 14}" font-size="10">0</text>'
+        f'<text x="{label_width + span}" y="{axis_y + 14}" font-size="10" text-anchor="end">'
+        f"{html.escape(size(largest))}</text>"
+        f'<text x="{label_width + span / 2:.1f}" y="{axis_y + 14}" font-size="10" '
+        'text-anchor="middle">buffer size</text>'
+    )
     return (
         f'<svg class="memory-buffers" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="largest buffers at the peak">'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from profan.cost.kernels import SOURCE_MEANINGS
-from profan.report.model import Finding, OpEntry
+from profan.report.model import Finding, OpEntry, Summary
 from profan.report.savings import ranked
 from profan.units import percent, seconds, si  # the shared formatters (renderers import them here)
 
@@ -159,3 +159,60 @@ def step_share_text(ideal_s: float | None, measured_s: float | None) -> str | No
             "outside its window; no share is shown"
         )
     return f"the step runs at {percent(ideal_s / measured_s)} of its roofline ({times})"
+
+
+def _mean_step_figure(steps: list[dict], name: str) -> float | None:
+    """The mean over steps of a per-step figure, None where no step has it."""
+    values = [float(s[name]) for s in steps if isinstance(s.get(name), int | float)]
+    return sum(values) / len(values) if values else None
+
+
+def comm_text(summary: Summary) -> str:
+    """The communication line: per step per device beside the step time, the whole trace's
+    figures in brackets (the summary's are whole-trace totals per device)."""
+    whole = (
+        f"collectives {seconds(summary.collective_time_s)}, "
+        f"{seconds(summary.exposed_comm_s)} exposed"
+    )
+    share = f"{percent(summary.exposed_comm_share)} of the busy span"
+    if summary.step_count:
+        steps = summary.step_count
+        return (
+            f"per step per device: collectives {seconds(summary.collective_time_s / steps)}, "
+            f"of which {seconds(summary.exposed_comm_s / steps)} exposed (not overlapped with "
+            f"compute) = {share} [whole trace ÷ {steps} steps; whole trace per device: {whole}]"
+        )
+    return f"whole trace per device: {whole} (not overlapped with compute) = {share}"
+
+
+def idle_text(summary: Summary, steps: list[dict]) -> str:
+    """The idle line: per step per device (the steps' own ``idle_s``, mean) beside the step
+    time, the whole trace's idle and gaps in brackets."""
+    whole = (
+        f"{seconds(summary.idle_s)} between its first and last op; gaps between steps "
+        f"{seconds(summary.inter_step_gap_total_s)} in total "
+        f"(longest {seconds(summary.inter_step_gap_max_s)})"
+    )
+    per_step = _mean_step_figure(steps, "idle_s")
+    if per_step is None:
+        return f"whole trace per device: {whole}"
+    return (
+        f"per step per device: {seconds(per_step)} with no op running (mean over "
+        f"{len(steps)} steps) [whole trace per device: {whole}]"
+    )
+
+
+def partial_devices_note(device_count: int, mesh: dict[str, dict[str, int]]) -> str | None:
+    """Words where the trace holds fewer devices than its programs' meshes span: it covers part
+    of the job (one host of several), and per-device figures are of the devices it holds."""
+    sizes = {program: math.prod(axes.values()) for program, axes in mesh.items() if axes}
+    if not sizes:
+        return None
+    program, largest = max(sizes.items(), key=lambda item: item[1])
+    if device_count <= 0 or largest <= device_count:
+        return None
+    return (
+        f"the trace holds {device_count} of the {largest} devices the mesh of {program} spans: "
+        "it covers part of the job (other hosts' devices were not profiled or not given); "
+        f"figures are of these {device_count} devices"
+    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 from profan.report.escape import escaped, markdown_code, markdown_text
 from profan.report.format import (
     bytes_lines,
+    comm_text,
     flops_lines,
     grouped_findings,
+    idle_text,
     mfu_text,
     percent,
     saving_text,
@@ -15,7 +17,6 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
-from profan.report.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.kernels import short_name
 from profan.report.memory import markdown_lines as memory_markdown_lines
@@ -54,28 +55,6 @@ _COLUMNS = (
 )
 
 
-def _gemm_lines(report: Report, top: int) -> list[str]:
-    """The GEMM table (JSON ``gemms``), its ``top`` heaviest rows."""
-    if not report.gemms:
-        return []
-    lines = [
-        "",
-        f"## GEMMs by shape ({min(top, len(report.gemms))} of {len(report.gemms)})",
-        "",
-        "Matmul ops grouped by M, N, K, batch, dtypes and layout (from the HLO); time and n over "
-        "all devices; eff = the matmul's FLOPs at the peak its compute term used / time.",
-        "",
-        "| " + " | ".join(GEMM_COLUMNS) + " | ops |",
-        "|---|---:|---|---|---:|---:|---:|---:|---|---|",
-    ]
-    for row in report.gemms[:top]:
-        cells = [_cell(cell) for cell in gemm_cells(row)]
-        cells[-1] = markdown_code(cells[-1]) if cells[-1] else ""
-        ops = ", ".join(markdown_code(str(op)) for op in row.get("ops", [])[:3])
-        lines.append("| " + " | ".join(cells) + f" | {ops} |")
-    return lines
-
-
 def _note(op: OpEntry) -> str:
     note = f"<br>note: {op.note}" if op.note else ""
     if op.kernels:  # GPU: the op's heaviest kernel (JSON and HTML: all of them)
@@ -109,6 +88,11 @@ def render(
         "| | |",
         "|---|---|",
         f"| device | {d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}) |",
+        *(
+            [f"| devices | {_cell(str(report.trace['devices_partial']))} |"]
+            if report.trace.get("devices_partial")
+            else []
+        ),
         f"| chip | {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
         f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')}) |",
         *(
@@ -128,20 +112,23 @@ def render(
                 f"| ideal step (roofline) | {_cell(step_share or '-')} |",
             ]
         ),
-        f"| exposed communication | {seconds(s.exposed_comm_s)} per device "
-        f"({percent(s.exposed_comm_share)} of the busy span) |",
-        f"| idle | {seconds(s.idle_s)} per device inside the busy span, "
-        f"{seconds(s.inter_step_gap_total_s)} "
-        "between steps |",
+        f"| communication | {_cell(comm_text(s))} |",
+        f"| idle | {_cell(idle_text(s, report.steps))} |",
         "",
         "## Time by category",
         "",
-        "| category | time per device |",
+        "| category | time per device, whole trace |",
         "|---|---:|",
     ]
     lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_category_s.items()]
     if not no_hlo:  # without the HLO every op's bound is unknown: no section
-        lines += ["", "## Time by bound", "", "| bound | time per device |", "|---|---:|"]
+        lines += [
+            "",
+            "## Time by bound",
+            "",
+            "| bound | time per device, whole trace |",
+            "|---|---:|",
+        ]
         lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_bound_s.items() if v]
     columns = [c for c in _COLUMNS if not (no_hlo and c[0] in ROOFLINE_COLUMNS)]
     for name, src in (images or {}).items():
@@ -177,7 +164,6 @@ def render(
             "flags": _cell(", ".join(op.flags) + _note(op)),
         }
         lines.append("| " + " | ".join(cells[name] for name, _ in columns) + " |")
-    lines += _gemm_lines(report, top)
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]

@@ -9,8 +9,10 @@ from typing import IO
 from profan.report.escape import escaped
 from profan.report.format import (
     bytes_lines,
+    comm_text,
     flops_lines,
     grouped_findings,
+    idle_text,
     mfu_text,
     percent,
     saving_text,
@@ -19,7 +21,6 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
-from profan.report.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.hosts import terminal_lines as hosts_terminal_lines
 from profan.report.kernels import kernel_summary
 from profan.report.layout import (
@@ -217,31 +218,6 @@ def op_table(
     return lines
 
 
-# The GEMM section's heaviest rows (JSON, Markdown and HTML: every row).
-GEMM_ROWS = 5
-
-
-def gemm_lines(report: Report, width: int, style: Style) -> list[str]:
-    """The GEMM table (JSON ``gemms``), its ``GEMM_ROWS`` heaviest rows, fitted to ``width``."""
-    if not report.gemms:
-        return []
-    shown = report.gemms[:GEMM_ROWS]
-    columns = [
-        Column(header, right=header in ("batch", "n", "time", "FLOP/s", "eff"))
-        for header in GEMM_COLUMNS
-    ]
-    rows = [
-        {c.header: [cell] for c, cell in zip(columns, gemm_cells(row, 40), strict=True)}
-        for row in shown
-    ]
-    sep = 3 if style.colour else 2
-    columns, widths = fit_columns(columns, rows, width, sep, (("kernel",), ("layout",)))
-    title = f"GEMMs by shape (top {len(shown)} of {len(report.gemms)} by time, all devices)"
-    lines = [style(title, "bold")]
-    lines += table(columns, [[row[c.header] for c in columns] for row in rows], widths, style)
-    return [*lines, ""]
-
-
 def render(
     report: Report,
     *,
@@ -278,6 +254,9 @@ def render(
         f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, "
         f"{len(d.get('hosts') or [])} host(s))",
     )
+    partial = report.trace.get("devices_partial")
+    if partial:
+        field("", str(partial))
     transcendentals = ""
     if "transcendentals_per_s_device" in chip:  # reports made before it say nothing
         rate = chip["transcendentals_per_s_device"]
@@ -325,32 +304,27 @@ def render(
             f"time {seconds(op_time_per_device)}, per device",
         )
     exposed_colour = "yellow" if s.exposed_comm_share > 0.1 else "green"
-    exposed = seconds(s.exposed_comm_s)
-    field(
-        "comm",
-        f"collectives {seconds(s.collective_time_s)} per device, of which "
-        f"{exposed} exposed (not overlapped with compute) = "
-        f"{percent(s.exposed_comm_share)} of the busy span",
-    )
+    exposed = seconds(s.exposed_comm_s / s.step_count if s.step_count else s.exposed_comm_s)
+    field("comm", comm_text(s))
     if colour and exposed in out[-1]:
         out[-1] = out[-1].replace(exposed, style(exposed, exposed_colour), 1)
-    field(
-        "idle",
-        f"{seconds(s.idle_s)} per device between its first and last op; gaps between "
-        f"steps {seconds(s.inter_step_gap_total_s)} in total "
-        f"(longest {seconds(s.inter_step_gap_max_s)})",
-    )
+    field("idle", idle_text(s, report.steps))
     out.append("")
     categories = s.time_by_category_s
     total = sum(categories.values()) or 1.0
-    category_text = ", ".join(f"{k} {seconds(v)} ({v / total:.0%})" for k, v in categories.items())
-    for i, line in enumerate(para("per device: " + category_text, width - 18, hang=0)):
+    category_text = ", ".join(
+        f"{k} {seconds(v)} ({percent(v / total, 0)})" for k, v in categories.items()
+    )
+    basis = "per device, whole trace: "
+    for i, line in enumerate(para(basis + category_text, width - 18, hang=0)):
         label = "time by category" if i == 0 else ""
         out.append(f"{style(label.ljust(16), 'bold')}  {line}")
     bounds = s.time_by_bound_s
     total_b = sum(bounds.values()) or 1.0
-    bound_text = ", ".join(f"{k} {seconds(v)} ({v / total_b:.0%})" for k, v in bounds.items() if v)
-    by_bound = [] if no_hlo else para("per device: " + bound_text, width - 18, hang=0)
+    bound_text = ", ".join(
+        f"{k} {seconds(v)} ({percent(v / total_b, 0)})" for k, v in bounds.items() if v
+    )
+    by_bound = [] if no_hlo else para(basis + bound_text, width - 18, hang=0)
     for i, line in enumerate(by_bound):  # no HLO: every op's bound is unknown
         label = "time by bound" if i == 0 else ""
         out.append(f"{style(label.ljust(16), 'bold')}  {line}")
@@ -378,7 +352,6 @@ def render(
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
     out.extend(op_table(report, top, width, style, op_total))
     out.append("")
-    out.extend(gemm_lines(report, width, style))
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
     if report.findings:

@@ -20,6 +20,11 @@ Everything is per device and then the step's busiest device:
   (the programs did not run on it: its idle time is no part of theirs); the first step's note
   says how many there were, and, for a trace without step markers, which rule chose the steps.
 * ``share_<bound>``: the share of the step's op time whose op is bound by it.
+* ``time_<bound>_s`` and ``idle_s``: per device (mean over the step's devices), the step's
+  ``measured_s`` split as the summary splits the busy span (``profan.roofline.timeline``: each
+  instant shared evenly by the ops running then): the time of ops bound by each bound, and the
+  time no op ran; they sum to ``measured_s``.  (The shares times ``measured_s`` would hide the
+  idle time and count overlapping ops twice.)
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import pandas as pd
 from profan.arrays import distinct
 from profan.chips import Chip
 from profan.roofline.terms import BOUNDS
+from profan.roofline.timeline import _shares
 from profan.trace.join import spread_category
 from profan.trace.steps import inferred_steps
 from profan.units import seconds
@@ -48,6 +54,7 @@ MFU_PEAK_DTYPE = "bf16"
 STEP_COLUMNS = [
     "step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops",
     *(f"share_{bound}" for bound in (*BOUNDS, "unknown")),
+    *(f"time_{bound}_s" for bound in (*BOUNDS, "unknown")), "idle_s",
     "window_s", "devices", "note",
 ]  # fmt: skip
 TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s")
@@ -222,6 +229,34 @@ def _time_by_bound(frame: _Executions) -> dict[str, dict[int, float]]:
     }
 
 
+def _busy_by_bound(frame: _Executions) -> dict[int, dict[str, float]]:
+    """Per step, each bound's share of the busy time of each device (an instant shared evenly
+    by the ops running then, as ``timeline.time_breakdown`` splits the whole profile), summed
+    over the step's devices and divided by their count: per device."""
+    codes = frame.device.codes
+    width = int(codes.max()) + 1 if len(codes) else 1
+    groups, which = _step_groups(frame.step, codes, width)
+    order = np.argsort(which, kind="stable")
+    cuts = np.flatnonzero(np.diff(which[order])) + 1
+    starts = frame["start_s"].astype(float, copy=False)
+    ends = starts + frame["duration_s"].astype(float, copy=False)
+    bound_codes = frame.bound.codes
+    shares = np.zeros(len(starts))
+    for members in np.split(order, cuts):
+        shares[members], _ = _shares(starts[members], ends[members])
+    step_of_group = groups // width
+    devices = np.bincount(np.searchsorted(np.unique(step_of_group), step_of_group))
+    out: dict[int, dict[str, float]] = {}
+    bounds = [str(b) for b in frame.bound.categories]
+    steps = np.unique(step_of_group)
+    step_index = np.searchsorted(steps, frame.step)
+    sums = np.zeros((len(steps), len(bounds)))
+    np.add.at(sums, (step_index, bound_codes), shares)
+    for i, step in enumerate(steps.tolist()):
+        out[int(step)] = {bound: float(sums[i, k]) / devices[i] for k, bound in enumerate(bounds)}
+    return out
+
+
 def _first_step_notes(profile: Profile, devices: pd.Series) -> list[str]:
     """What the first step's note says of every step: which rule chose the steps of a trace
     without step markers, and the devices MFU is over where some of the trace's ran no op."""
@@ -268,6 +303,7 @@ def step_rows(
         model_flops = per_step_sums["_flops"].sum()
     op_time = per_step_sums["duration_s"].sum()
     by_bound = _time_by_bound(frame)
+    busy_by_bound = _busy_by_bound(frame)
     peak = chip.device_peak_flops(MFU_PEAK_DTYPE)
     devices_table = _device_ideals(frame)
     per_step = devices_table.groupby("step").agg(
@@ -313,6 +349,10 @@ def step_rows(
             for b in BOUNDS
         }
         shares["share_unknown"] = max(0.0, 1.0 - sum(shares.values()))
+        busy = busy_by_bound.get(step, {})
+        times = {f"time_{b}_s": busy.get(b, 0.0) for b in BOUNDS}
+        times["time_unknown_s"] = sum(v for b, v in busy.items() if b not in BOUNDS)
+        times["idle_s"] = max(measured - sum(times.values()), 0.0)
         devices = max(int(devices_of[step]), 1)
         step_model = float(model_flops.get(step, 0.0))
         rows.append(
@@ -324,6 +364,7 @@ def step_rows(
                 "mfu": step_model / (peak * measured * devices) if measured > 0 else math.nan,
                 "model_flops": step_model,
                 **shares,
+                **times,
                 "window_s": window,
                 "devices": devices,
                 "note": "; ".join(notes) or None,

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from profan.report.format import mfu_text, percent, seconds, si, step_share_text
+from profan.report.format import (
+    comm_text,
+    idle_text,
+    mfu_text,
+    percent,
+    seconds,
+    si,
+    step_share_text,
+)
 from profan.report.model import Report
 from profan.report.notes import HEADING as NOTES_HEADING
 from profan.report.notes import more_text, notes_shown
@@ -96,8 +104,7 @@ def _cards(report: Report) -> list[str]:
         _card(
             "exposed communication",
             percent(s.exposed_comm_share),
-            f"{seconds(s.exposed_comm_s)} of {seconds(s.collective_time_s)} collective time per "
-            "device is not overlapped with compute",
+            comm_text(s),
             _tone(s.exposed_comm_share, 0.25, 0.1, high_is_bad=True),
         )
     )
@@ -106,8 +113,7 @@ def _cards(report: Report) -> list[str]:
         _card(
             "idle",
             percent(idle_share),
-            f"{seconds(s.idle_s)} per device between its first and last op; "
-            f"{seconds(s.inter_step_gap_total_s)} between steps",
+            f"of the busy span; {idle_text(s, report.steps)}",
             _tone(idle_share, 0.25, 0.1, high_is_bad=True),
         )
     )
@@ -141,7 +147,8 @@ def _bound_bar(report: Report) -> str:
             f"{escape(label)}</span>"
         )
     return (
-        "<div class='bound-row'><span class='bound-label'>time by bound</span>"
+        "<div class='bound-row'><span class='bound-label'>time by bound (per device, whole "
+        "trace)</span>"
         f"<div class='bound-bar'>{''.join(parts)}</div></div>{_category_line(report)}"
     )
 
@@ -153,7 +160,7 @@ def _category_line(report: Report) -> str:
         f"{k} {seconds(v)} ({percent(v / category_total, 0)})" for k, v in categories.items()
     )
     return (
-        f"<div class='category-line'><b>time by category</b> per device: "
+        f"<div class='category-line'><b>time by category</b> per device, whole trace: "
         f"{escape(category_text)}</div>"
     )
 
@@ -204,9 +211,10 @@ def _no_hlo(report: Report) -> str:
     """The one line saying the ops were joined to no HLO, and what to pass (empty when they
     were)."""
     missing = report.trace.get("hlo_missing")
+    partial = report.trace.get("devices_partial")
     return (
         f"<div class='note-line no-hlo'><b>HLO</b> {escape(str(missing))}</div>" if missing else ""
-    )
+    ) + (f"<div class='note-line'><b>devices</b> {escape(str(partial))}</div>" if partial else "")
 
 
 def header_html(report: Report) -> str:

@@ -98,6 +98,17 @@ function decadeLabel(e) {
   return "1e" + e;
 }
 
+// A step's time per device by bound, then idle (the scorer's time_<bound>_s and idle_s, which
+// sum to measured_s); a report written before them has only shares of op time, drawn as such.
+function stepParts(step) {
+  const timed = Object.keys(step).filter((k) => /^time_.+_s$/.test(k));
+  if (timed.length) {
+    return [...timed.map((k) => [k.slice(5, -2), step[k] || 0]), ["idle", step.idle_s || 0]];
+  }
+  return Object.keys(step).filter((k) => k.startsWith("share_"))
+    .map((k) => [k.slice(6), (step[k] || 0) * step.measured_s]);
+}
+
 const stepsChart = {
   init() {
     const box = document.getElementById("steps-chart");
@@ -119,16 +130,17 @@ const stepsChart = {
       chart.append(svg("line", { x1: left, x2: W - right, y1: y, y2: y, class: "grid" }),
         svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, fmtSeconds(v)));
     }
-    const bounds = [...new Set(steps.flatMap((s) => Object.keys(s).filter((k) => k.startsWith("share_") && s[k] > 0)))].map((k) => k.slice(6));
+    const bounds = [...new Set(steps.flatMap((s) => stepParts(s).filter(([, v]) => v > 0).map(([b]) => b)))];
     const every = Math.max(1, Math.ceil(steps.length / 12));
     steps.forEach((step, k) => {
       const x = first + k * width;
       const group = svg("g", { class: "step-bar", "data-step": step.step, tabindex: 0 });
       let y = H - bottom;
-      const shares = bounds.map((b) => [b, step["share_" + b] || 0]);
-      const shared = shares.reduce((a, [, v]) => a + v, 0);
-      for (const [bound, share] of shares) {
-        const h = sy(share * step.measured_s);
+      const own = Object.fromEntries(stepParts(step));
+      const parts = bounds.map((b) => [b, own[b] || 0]);
+      const shared = parts.reduce((a, [, v]) => a + v, 0);
+      for (const [bound, seconds] of parts) {
+        const h = sy(seconds);
         if (h <= 0) continue;
         y -= h;
         group.append(svg("rect", { x: x + 0.5, y, width: Math.max(width - 1, 0.8), height: h, fill: boundColour(bound) }));
@@ -139,7 +151,7 @@ const stepsChart = {
       }
       group.addEventListener("mousemove", (e) => tip.show([el("b", {}, `step ${step.step}`), el("br"),
         `measured ${fmtSeconds(step.measured_s)}, ideal ${fmtSeconds(step.ideal_s)} (${fmtPercent(step.efficiency)})`,
-        ...shares.filter(([, v]) => v > 0).map(([b, v]) => [el("br"), `${b} ${fmtPercent(v, 0)}`]),
+        ...parts.filter(([, v]) => v > 0).map(([b, v]) => [el("br"), `${b} ${fmtSeconds(v)} (${fmtPercent(v / step.measured_s, 0)})`]),
         step.note ? [el("br"), el("i", {}, step.note)] : [], el("br"), el("span", { class: "muted" }, "click: show in the timeline")],
       e.clientX, e.clientY));
       group.addEventListener("mouseleave", () => tip.hide());
@@ -149,7 +161,8 @@ const stepsChart = {
         chart.append(svg("text", { x: x + width / 2, y: H - bottom + 16, "text-anchor": "middle", class: "tick" }, step.step));
       }
     });
-    chart.append(svg("text", { x: (left + W - right) / 2, y: H - 8, "text-anchor": "middle", class: "axis" }, "step (click one to show it in the timeline)"));
+    chart.append(svg("text", { x: (left + W - right) / 2, y: H - 8, "text-anchor": "middle", class: "axis" }, "step (click one to show it in the timeline)"),
+      svg("text", { x: 12, y: (top + H - bottom) / 2, transform: `rotate(-90 12 ${(top + H - bottom) / 2})`, "text-anchor": "middle", class: "axis" }, "time per step, per device"));
     box.append(chart, el("div", { class: "legend" }, bounds.map((b) =>
       el("span", {}, el("span", { class: "chip", style: `background:${boundColour(b)}` }), b))));
   },
