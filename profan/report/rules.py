@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from profan.cost.kernels import EXAMPLE_ENTRY, MODELS
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import custom_call_target
+from profan.report.advice import cost_unknown_advice
 from profan.report.config import RuleConfig
 from profan.report.format import percent, seconds, si
 from profan.report.hlo_checks import (
@@ -219,38 +219,6 @@ def far_from_roofline(report: Report, ops: list[OpContext], config: RuleConfig) 
     return out
 
 
-def _kernel_example(target: str) -> str:
-    """The registry's example entry on one line, for ``target``."""
-    lines = [line.split("#")[0].strip() for line in EXAMPLE_ENTRY.splitlines()]
-    text = " ".join(line for line in lines if line).replace("my_flash_attention_fwd", target)
-    return f"{text} (models: {', '.join(MODELS)})"
-
-
-def _cost_unknown_advice(c: OpContext, target: str | None) -> str:
-    """What would cost the op, shaped to its kind: a custom call's kernel model, else what is
-    missing (never a kernel model for an op that launches no kernel of its own)."""
-    opcode = c.entry.opcode
-    if c.instruction is None:
-        return (
-            "the op was joined to no HLO instruction, so nothing could be costed: pass the run's "
-            "HLO dump (--hlo DIR) or the .xplane.pb that embeds it"
-        )
-    if opcode == "custom-call" and target:
-        return (
-            "add a cost model in a TOML file given with --kernels FILE (schema: "
-            f"profan/data/kernels.toml), e.g. {_kernel_example(target)}"
-        )
-    if opcode == "fusion":
-        return (
-            "an instruction inside the fused computation that profan cannot cost: report it "
-            "(with the fusion's HLO: profan hlo FILE) so its cost can be modelled"
-        )
-    return (
-        f"an opcode profan does not cost ({opcode}): report it (with its HLO line) so its cost "
-        "can be modelled"
-    )
-
-
 @rule(
     "cost-unknown",
     "ops whose FLOPs or bytes profan cannot cost (a custom call with no model, an opcode or fused "
@@ -279,14 +247,15 @@ def cost_unknown(report: Report, ops: list[OpContext], config: RuleConfig) -> li
         )  # fmt: skip
         names = ", ".join(c.entry.label for c in group[:3]) + (", …" if len(group) > 3 else "")
         heaviest = group[0]
-        custom = heaviest.instruction is not None and heaviest.entry.opcode == "custom-call"
         out.append(
             _finding(
                 heaviest,
                 "cost-unknown",
                 f"{' and '.join(unknown)} of {target} unknown: {len(group)} op(s) ({names}), "
                 f"{seconds(total)} (all devices); no efficiency is judged for them",
-                _cost_unknown_advice(heaviest, target if custom else None),
+                cost_unknown_advice(
+                    heaviest.entry.opcode, heaviest.instruction is not None, target
+                ),
                 None,
                 "unknown: the ops' ideal time is unknown",
                 time_s=total,
