@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profan.chips import Chip
+from profan.hlo.model import Instruction, Module
 from profan.report import keys, rules, summary
 from profan.report.config import RuleConfig
 from profan.report.format import partial_devices_note
+from profan.report.gemms import gemm_rows
 from profan.report.hosts import hosts_section, straggler_findings
 from profan.report.kernels import op_kernels
 from profan.report.memory import memory_section
@@ -243,6 +245,18 @@ def _unmatched_time(profile: Profile) -> float:
     return float(ops.loc[~ops["matched"].astype(bool), "duration_s"].sum())
 
 
+def _with_instructions(
+    profile: Profile, entries: list[tuple[OpEntry, str]]
+) -> list[tuple[OpEntry, Instruction | None, Module | None]]:
+    """Each entry with its instruction and module (None where it has no HLO)."""
+    out = []
+    for entry, module_key in entries:
+        module = profile.modules.get(module_key) if module_key else None
+        instruction = profile.instruction(module_key, entry.name) if module is not None else None
+        out.append((entry, instruction, module))
+    return out
+
+
 # Findings that need no HLO: they read the measured times alone.
 _WITHOUT_HLO_RULES = frozenset({"idle-gaps", "straggler-host"})
 
@@ -310,6 +324,7 @@ def build_report(
         report.trace["hlo_missing"] = missing
         report.summary.mfu = None  # no FLOPs were counted: 0% would be a figure, not a fact
     report.memory = memory_section(profile, score.chip)
+    report.gemms = [row.to_dict() for row in gemm_rows(_with_instructions(profile, keyed))]
     report.hosts, report.cross_host = hosts_section(profile)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)

@@ -17,6 +17,7 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
+from profan.report.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.kernels import short_name
 from profan.report.memory import markdown_lines as memory_markdown_lines
@@ -53,6 +54,28 @@ _COLUMNS = (
     ("source", "---"),
     ("flags", "---"),
 )
+
+
+def _gemm_lines(report: Report, top: int) -> list[str]:
+    """The GEMM table (JSON ``gemms``), its ``top`` heaviest rows."""
+    if not report.gemms:
+        return []
+    lines = [
+        "",
+        f"## GEMMs by shape ({min(top, len(report.gemms))} of {len(report.gemms)})",
+        "",
+        "Matmul ops grouped by M, N, K, batch, dtypes and layout (from the HLO); time and n over "
+        "all devices; eff = the matmul's FLOPs at the peak its compute term used / time.",
+        "",
+        "| " + " | ".join(GEMM_COLUMNS) + " | ops |",
+        "|---|---:|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for row in report.gemms[:top]:
+        cells = [_cell(cell) for cell in gemm_cells(row)]
+        cells[-1] = markdown_code(cells[-1]) if cells[-1] else ""
+        ops = ", ".join(markdown_code(str(op)) for op in row.get("ops", [])[:3])
+        lines.append("| " + " | ".join(cells) + f" | {ops} |")
+    return lines
 
 
 def _note(op: OpEntry) -> str:
@@ -164,6 +187,7 @@ def render(
             "flags": _cell(", ".join(op.flags) + _note(op)),
         }
         lines.append("| " + " | ".join(cells[name] for name, _ in columns) + " |")
+    lines += _gemm_lines(report, top)
     lines += ["", *memory_markdown_lines(report)]
     lines += hosts_markdown_lines(report)
     lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]

@@ -255,6 +255,8 @@ class Report:
     # Every step's op slices per device, for the HTML page's timeline (profan.report.page);
     # None unless the report was built for the page.
     timeline: Timeline | None = None
+    # The matmul ops by shape and dtype (profan.report.gemms; SCHEMA.md "gemms").
+    gemms: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = (
@@ -278,6 +280,7 @@ class Report:
                 "unmatched": self.unmatched,
                 "memory": self.memory,
                 "rules": self.rules,
+                "gemms": self.gemms,
                 **extra,
             }
         )
@@ -314,6 +317,7 @@ class Report:
                 hosts=list(data.get("hosts", [])),
                 cross_host=dict(data.get("cross_host", {})),
                 rules=dict(data.get("rules", {})),
+                gemms=list(data.get("gemms", [])),
                 timeline=Timeline.from_dict(data["timeline"]) if data.get("timeline") else None,
             )
         except (KeyError, TypeError) as error:

@@ -21,6 +21,7 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
+from profan.report.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.hosts import terminal_lines as hosts_terminal_lines
 from profan.report.kernels import kernel_summary
 from profan.report.layout import (
@@ -218,6 +219,31 @@ def op_table(
     return lines
 
 
+# The GEMM section's heaviest rows (JSON, Markdown and HTML: every row).
+GEMM_ROWS = 5
+
+
+def gemm_lines(report: Report, width: int, style: Style) -> list[str]:
+    """The GEMM table (JSON ``gemms``), its ``GEMM_ROWS`` heaviest rows, fitted to ``width``."""
+    if not report.gemms:
+        return []
+    shown = report.gemms[:GEMM_ROWS]
+    columns = [
+        Column(header, right=header in ("batch", "n", "time", "FLOP/s", "eff"))
+        for header in GEMM_COLUMNS
+    ]
+    rows = [
+        {c.header: [cell] for c, cell in zip(columns, gemm_cells(row, 40), strict=True)}
+        for row in shown
+    ]
+    sep = 3 if style.colour else 2
+    columns, widths = fit_columns(columns, rows, width, sep, (("kernel",), ("layout",)))
+    title = f"GEMMs by shape (top {len(shown)} of {len(report.gemms)} by time, all devices)"
+    lines = [style(title, "bold")]
+    lines += table(columns, [[row[c.header] for c in columns] for row in rows], widths, style)
+    return [*lines, ""]
+
+
 def render(
     report: Report,
     *,
@@ -352,6 +378,7 @@ def render(
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
     out.extend(op_table(report, top, width, style, op_total))
     out.append("")
+    out.extend(gemm_lines(report, width, style))
     out.extend(memory_terminal_lines(report, width))
     out.extend(hosts_terminal_lines(report, width))
     if report.findings:

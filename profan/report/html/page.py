@@ -18,7 +18,7 @@ from typing import Any
 from profan.report.format import bytes_lines, flops_lines, seconds, sources_legend
 from profan.report.hosts import html_section as hosts_section
 from profan.report.html.header import header_html
-from profan.report.html.sections import findings_html, unmatched_html
+from profan.report.html.sections import findings_html, gemms_html, unmatched_html
 from profan.report.memory import html_section as memory_section
 from profan.report.model import OpEntry, Report
 from profan.report.terminal import (
@@ -79,6 +79,7 @@ _NAV = (
     ("timeline", "Timeline"),
     ("ops", "Ops"),
     ("charts", "Roofline & steps"),
+    ("gemms", "GEMMs"),
     ("hosts", "Hosts"),
     ("memory", "Memory"),
     ("findings", "Findings"),
@@ -90,7 +91,8 @@ def render(report: Report, *, top: int = 20) -> str:
     path = str(report.trace.get("path", ""))
     hosts = hosts_section(report)
     memory = memory_section(report)
-    shown = {"hosts": bool(hosts), "memory": bool(memory)}
+    gemms = gemms_html(report)
+    shown = {"hosts": bool(hosts), "memory": bool(memory), "gemms": bool(gemms)}
     nav = "".join(
         f"<a href='#{anchor}'>{title}</a>" for anchor, title in _NAV if shown.get(anchor, True)
     )
@@ -118,6 +120,7 @@ def render(report: Report, *, top: int = 20) -> str:
             "</div></div><div class='chart-box'><h2>Step time by bound</h2>"
             f"<div id='steps-chart'></div><p class='muted'>ideal per step: "
             f"{escape(seconds(report.summary.step_ideal_s))} (mean)</p></div></section>",
+            gemms,
             f"<section id='hosts'>{hosts}</section>" if hosts else "",
             f"<section id='memory'>{memory}</section>" if memory else "",
             findings_html(report),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from profan.report.format import grouped_findings, saving_text
+from profan.report.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.model import Report
 
 
@@ -57,4 +58,28 @@ def unmatched_html(report: Report) -> str:
     if not report.unmatched:
         parts.append("<li>Every op event was joined to its HLO instruction.</li>")
     parts.append("</ul></section>")
+    return "".join(parts)
+
+
+def gemms_html(report: Report) -> str:
+    """The GEMM table (JSON ``gemms``, ``profan.report.gemms``): every row, its ops linked to
+    their detail; empty without matmuls."""
+    if not report.gemms:
+        return ""
+    head = "".join(f"<th>{escape(name)}</th>" for name in (*GEMM_COLUMNS, "ops"))
+    parts = [
+        f"<section id='gemms'><h2>GEMMs by shape ({len(report.gemms)})</h2><p class='muted'>"
+        "Matmul ops grouped by M, N, K, batch, dtypes and layout (from the HLO); time and n "
+        "over all devices; eff = the matmul's FLOPs at the peak its compute term used / time."
+        f"</p><div class='table-wrap'><table class='gemms'><tr>{head}</tr>"
+    ]
+    keys = {op.label: op.key for op in report.ops}
+    for row in report.gemms:
+        cells = "".join(f"<td>{escape(cell)}</td>" for cell in gemm_cells(row, 0))
+        ops = ", ".join(
+            _op_link(keys[label], label) if label in keys else f"<code>{escape(label)}</code>"
+            for label in row.get("ops", [])
+        )
+        parts.append(f"<tr>{cells}<td>{ops}</td></tr>")
+    parts.append("</table></div></section>")
     return "".join(parts)
