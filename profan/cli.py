@@ -40,6 +40,7 @@ COMMANDS: dict[str, Command] = {
     "chips": Command("the chips profan knows: peaks, HBM, interconnect, and sources"),
     "memory": Command("where device memory goes: peak, live buffers, donation, headroom"),
     "export": Command("profan's figures on every op event: annotated xplane, Chrome JSON", TRACES),
+    "whatif": Command("the step projected onto another chip or a recompiled program", TRACES),
     "cache": Command(
         "show or clear profan's cache of loaded profiles, reports and parsed HLO", costs=False
     ),

@@ -1,0 +1,78 @@
+"""``profan whatif TRACE --chip NAME`` / ``--hlo DIR``: the measured step projected onto another
+chip or a recompiled program (``profan.whatif``; docs/whatif.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from profan.api import TRACE_INPUTS
+from profan.errors import ConfigError
+from profan.outputs import write_stdout
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from profan.report.model import Report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help=TRACE_INPUTS)
+    parser.add_argument("--chip", help="project onto this catalogued chip (see `profan chips`)")
+    parser.add_argument(
+        "--hlo",
+        metavar="DIR",
+        help="project a recompiled program (another batch, mesh or sharding) from its HLO dump",
+    )
+    parser.add_argument(
+        "--source-hlo", metavar="DIR", help="the measured program's HLO dump, as report's --hlo"
+    )
+    parser.add_argument("--top", type=int, default=20, help="ops to list (default 20)")
+    parser.add_argument("--format", choices=("term", "md", "json", "html"), default="term")
+
+
+def run(args: argparse.Namespace) -> int:
+    from profan.report.pipeline import report_for, resolve_layout
+    from profan.whatif import render
+    from profan.whatif.project import project_chip, project_hlo
+
+    if bool(args.chip) == bool(args.hlo):
+        raise ConfigError("whatif: give one of --chip NAME or --hlo DIR")
+    trace, hlo = resolve_layout(args.trace, args.source_hlo)
+    use_cache = not args.no_cache
+    source = report_for(trace, hlo=hlo, use_cache=use_cache)
+    if args.chip:
+        projection = project_chip(
+            source, report_for(trace, hlo=hlo, chip=args.chip, use_cache=use_cache)
+        )
+    else:
+        projection = project_hlo(source, recompiled_roofline(args.hlo, source), args.hlo)
+    if args.format == "json":
+        text = render.to_json(projection)
+    elif args.format == "md":
+        text = render.markdown(projection, args.top)
+    elif args.format == "html":
+        text = render.to_html(projection, args.top)
+    else:
+        text = render.terminal(projection, args.top)
+    write_stdout(text)
+    return 0
+
+
+def recompiled_roofline(path: str, source: Report) -> pd.DataFrame:
+    """The compile-time roofline (``score_module``) of the recompiled program's module in
+    ``path`` that has the name of the profile's busiest module (else the largest)."""
+    from pathlib import Path
+
+    from profan.roofline import score_module
+    from profan.sharding import describe
+    from profan.trace.hlofiles import modules_from_path
+
+    modules = modules_from_path(Path(path))
+    busiest: dict[str, float] = {}
+    for entry in source.ops:
+        busiest[entry.module] = busiest.get(entry.module, 0.0) + entry.measured_s
+    wanted = max(busiest, key=busiest.get) if busiest else None
+    named = [m for m in modules if m.name == wanted]
+    module = named[0] if named else max(modules, key=lambda m: len(m.computations))
+    return score_module(module, str(source.chip.get("name")), sharding=describe(module))
