@@ -22,6 +22,7 @@ with them loaded does not import them a second time (~0.2 s of CPU, which a busy
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -65,12 +66,21 @@ class HostRead:
             try:
                 found = receive(stream, self.blob_file)
             except EOFError:
-                raise RuntimeError(f"worker process {self.pid} died reading {self.path}") from None
+                raise self._died() from None
             finally:
                 self._close_blob_file()
         if isinstance(found, tuple):
             raise TraceError(*found)
         return found
+
+    def _died(self) -> Exception:
+        """The error of the worker that ended without its result (reaped now)."""
+        from profan.trace.executors import died_error
+
+        _, status = os.waitpid(self.pid, 0)
+        self._reaped = True
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return died_error(f"host {self.host} ({self.path})", code)
 
     def stop(self) -> None:
         """End the worker (at once when its result was not taken) and reap it."""
@@ -92,6 +102,14 @@ class HostRead:
 
 
 _STARTED: list[HostRead] = []
+
+
+def kill_started() -> None:
+    """Kill every read started and not reaped (the CLI's SIGTERM handler: no waiting)."""
+    for started in _STARTED:
+        if not started._reaped:
+            with contextlib.suppress(OSError):  # (already gone)
+                os.kill(started.pid, signal.SIGKILL)
 
 
 def host_processes(
@@ -136,14 +154,17 @@ def start(run: Run) -> HostRead | None:
     # for the worker and, later, for this process:
     import profan.trace.transfer
     import profan.trace.xplane  # noqa: F401
+    from profan.trace.executors import die_with_parent
 
     read_end, write_end = os.pipe()
     _widen(write_end)
     blob_file = _memory_file()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the worker: never returns into the command
         code = 1
         try:
+            die_with_parent(parent)  # (a reader left behind went on for 40 s at 3.5 GB)
             os.close(read_end)
             _read(path, host, write_end, blob_file)
             code = 0
