@@ -77,32 +77,31 @@ def op_kernels(kernels: pd.DataFrame | None) -> dict[OpIdentity, list[dict[str, 
     says how many) and ``tile`` (``tile_of``)."""
     if kernels is None or not len(kernels):
         return {}
-    frame = pd.DataFrame(
-        {
-            "module": kernels["module"].astype(object).fillna(""),
-            "module_key": kernels["module_key"].astype(object).fillna(""),
-            "op_name": kernels["op_name"].astype(object).fillna(""),
-            "kernel": kernels["kernel"].astype(object).fillna(""),
-            "details": kernels["details"].astype(object),
-            "count": kernels["count"],
-            "time_s": kernels["time_s"],
-        }
-    )
-    keys = ["module", "module_key", "op_name", "kernel"]
-    totals = frame.groupby(keys, sort=False).agg(
-        count=("count", "sum"),
-        time_s=("time_s", "sum"),
-        configs=("details", lambda values: sorted(set(values.dropna()))),
-    )
-    totals = totals.sort_values("time_s", ascending=False, kind="stable")
+    # A plain pass over the rows (one per device, op, kernel and launch configuration: a few
+    # hundred), cheaper than a pandas groupby for tables this small.
+    totals: dict[tuple[OpIdentity, str], list[Any]] = {}
+    columns = [
+        kernels[name].astype(object).where(kernels[name].notna(), None).tolist()
+        for name in ("module", "module_key", "op_name", "kernel", "details")
+    ]
+    counts, times = kernels["count"].tolist(), kernels["time_s"].tolist()
+    for module, module_key, op_name, kernel, details, count, time_s in zip(
+        *columns, counts, times, strict=True
+    ):
+        key = ((module or "", module_key or "", op_name or ""), kernel or "")
+        total = totals.setdefault(key, [0, 0.0, set()])
+        total[0] += int(count)
+        total[1] += float(time_s)
+        if details is not None:
+            total[2].add(details)
     out: dict[OpIdentity, list[dict[str, Any]]] = {}
-    for (module, module_key, op_name, kernel), row in totals.iterrows():
-        configs = row["configs"]
-        out.setdefault((module, module_key, op_name), []).append(
+    for (op, kernel), (count, time_s, seen) in sorted(totals.items(), key=lambda item: -item[1][1]):
+        configs = sorted(seen)
+        out.setdefault(op, []).append(
             {
                 "name": kernel,
-                "count": int(row["count"]),
-                "time_s": float(row["time_s"]),
+                "count": count,
+                "time_s": time_s,
                 "launch": launch_of(configs[0]) if len(configs) == 1 else None,
                 "launch_configs": len(configs),
                 "tile": tile_of(kernel),
