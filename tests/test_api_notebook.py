@@ -15,6 +15,7 @@ import pytest
 
 import profan
 from profan.errors import ProfanError
+from profan.report.ops_table import DERIVED_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRANSFORMER = FIXTURES / "transformer"
@@ -41,7 +42,7 @@ def test_ops_frame_has_one_row_per_json_op_in_order(report, json_ops) -> None:
     ops = report.ops
     assert isinstance(ops, pd.DataFrame)
     assert list(ops["key"]) == [op["key"] for op in json_ops]
-    assert set(json_ops[0]) == set(ops.columns)
+    assert set(json_ops[0]) | set(DERIVED_COLUMNS) == set(ops.columns)
     assert ops["measured_s"].dtype == "float64" and ops["occurrences"].dtype == "int64"
     assert isinstance(ops["category"].dtype, pd.CategoricalDtype)
     assert ops["measured_s"].tolist() == [op["measured_s"] for op in json_ops]

@@ -14,7 +14,9 @@ with profan's reader.
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import io
 import re
 from collections import defaultdict
 from functools import cache
@@ -26,6 +28,7 @@ import pytest
 
 import profan
 from profan.report.kernels import launch_of, tile_of
+from profan.report.ops_table import ops_csv
 from profan.report.pipeline import report_for, resolve_layout
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
@@ -212,6 +215,17 @@ def test_fixture_report_lists_each_ops_kernels(folder: str) -> None:
 
 def test_corpus_report_lists_each_ops_kernels(corpus_dir: Path) -> None:
     assert _check_report(*_paths(corpus_dir, "mi300x_jax08_gemm")) > 3
+
+
+def test_csv_carries_each_ops_kernels_as_compact_text(corpus_dir: Path) -> None:
+    path = str(corpus_dir / "traces" / "mi300x_jax08_gemm.xplane.pb")
+    report = report_for(path, use_cache=False)
+    rows = list(csv.DictReader(io.StringIO(ops_csv(report))))
+    assert [row["name"] for row in rows] == [op.name for op in report.ops]
+    for row, op in zip(rows, report.ops, strict=True):
+        expected = "; ".join(f"{k['name']}×{k['count']}" for k in op.kernels or [])
+        assert row["kernel_summary"] == expected, op.label
+    assert any(row["kernel_summary"].startswith("Cijk_") for row in rows)
 
 
 def test_launch_details_are_the_stat_key_by_key() -> None:

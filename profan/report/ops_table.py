@@ -5,6 +5,8 @@ One row per op, in the report's order; the columns are the JSON report's op fiel
 ``ops[]``), with the same values: what the JSON holds as null is missing here (NaN, <NA>).
 Lists and objects (``flags``, ``collective``, ``bytes_by_space``, ...) stay Python lists and
 dicts in the frame and are written as JSON text in the CSV, so a reader gets them back whole.
+Beside ``kernels`` (GPU), ``kernel_summary`` is the list as compact text, heaviest first:
+``name×count; name×count`` (``profan.report.kernels.kernel_summary``; missing without kernels).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
+from profan.report.kernels import kernel_summary
 from profan.report.model import OpEntry, Report
 
 if TYPE_CHECKING:
@@ -34,6 +37,9 @@ def _dtype(name: str, annotation: str) -> str:
         return "category" if name in _CATEGORICAL else "string"
     return "object"  # lists and dicts
 
+
+# Columns beside the JSON op fields, made from them: the kernel list as compact text.
+DERIVED_COLUMNS = ("kernel_summary",)
 
 # column -> dtype, in the JSON op's field order
 OP_TABLE_DTYPES: dict[str, str] = {
@@ -57,6 +63,9 @@ def ops_frame(report: Report) -> pd.DataFrame:
             )
         else:
             columns[name] = pd.Series(values, dtype=dtype)
+        if name == "kernels":
+            summaries = [kernel_summary(v, limit=0, width=0) or None for v in values]
+            columns["kernel_summary"] = pd.Series(summaries, dtype="string")
     return pd.DataFrame(columns)
 
 
