@@ -74,7 +74,15 @@ def check_input(path: str | os.PathLike[str], what: str) -> None:
 
 def check_inputs(args: object, extra: Iterable[tuple[str, str]] = ()) -> None:
     """``check_input`` on every input a parsed command line names (``INPUT_OPTIONS``) and on
-    ``extra`` (path, what) pairs."""
+    ``extra`` (path, what) pairs.  A ``file://`` URL among the options becomes its local path
+    (every reader then takes it as any local path)."""
+    from profan.trace.storage import file_url_path
+
+    for dest in INPUT_OPTIONS:
+        value = getattr(args, dest, None)
+        local = file_url_path(value) if isinstance(value, str) else None
+        if local is not None:
+            setattr(args, dest, local)
     named = [(getattr(args, dest, None), what) for dest, what in INPUT_OPTIONS.items()]
     for path, what in [*named, *extra]:
         if isinstance(path, str) and path:

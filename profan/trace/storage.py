@@ -15,11 +15,13 @@ denied, network down) become one-line ``TraceError``s (exit code 2).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import unquote
 
 from profan.errors import TraceError
 
@@ -40,6 +42,9 @@ def is_local_plain(path: str) -> bool:
 
 def _is_plain(file: Path) -> bool:
     """A local file that is not gzip-compressed (whatever its name)."""
+    from profan.inputs import check_input
+
+    check_input(file, "trace file")  # (opening a FIFO would wait for a writer)
     try:
         with open(file, "rb") as handle:
             return handle.read(2) != b"\x1f\x8b"
@@ -47,13 +52,57 @@ def _is_plain(file: Path) -> bool:
         raise TraceError(str(file), f"cannot read: {error.strerror}") from None
 
 
+TIMEOUT_ENV = "PROFAN_REMOTE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 10.0
+# Loggers of the storage libraries: with no handler of their own, Python prints their warnings
+# (tracebacks of each retry) on stderr; profan says what failed in one line instead.
+_LIBRARY_LOGGERS = ("gcsfs", "s3fs", "fsspec", "aiohttp", "botocore", "aiobotocore",
+                    "google", "urllib3", "asyncio")  # fmt: skip
+
+
+def remote_timeout() -> float:
+    """Seconds a remote store may take to connect or answer: ``$PROFAN_REMOTE_TIMEOUT``, else
+    ``DEFAULT_TIMEOUT_S``."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise TraceError(f"${TIMEOUT_ENV}", f"{text!r}: expected a number of seconds above 0")
+    return seconds
+
+
+def _quiet_libraries() -> None:
+    for name in _LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+
+
+def file_url_path(text: str) -> str | None:
+    """The local path of a ``file://`` URL (``file:///abs/path``, ``file://localhost/abs``),
+    None for anything else; ``TraceError`` for one that names another machine."""
+    if not text.startswith("file://"):
+        return None
+    rest = text[len("file://") :]
+    if rest.startswith("localhost/"):
+        rest = rest[len("localhost") :]
+    if not rest.startswith("/"):
+        raise TraceError(text, "a file:// URL names an absolute local path: file:///path/to/it")
+    return unquote(rest)
+
+
 def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
     """A local ``Path`` or a ``RemotePath`` for ``text``."""
     if isinstance(text, RemotePath | Path):
         return text
     value = os.fspath(text)
-    if value.startswith("file://"):
-        return Path(value[len("file://") :])
+    local = file_url_path(value)
+    if local is not None:
+        return Path(local)
     if not is_remote(value):
         return Path(value)
     protocol = value.split("://", 1)[0]
@@ -61,6 +110,7 @@ def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
         import fsspec
     except ImportError:
         raise TraceError(value, _missing(protocol)) from None
+    _quiet_libraries()
     try:
         fs, root = fsspec.core.url_to_fs(value)
     except (ImportError, ValueError) as error:
@@ -135,12 +185,23 @@ class RemotePath:
     def parent(self) -> RemotePath:
         return RemotePath(self.fs, self.path.rstrip("/").rsplit("/", 1)[0], self.protocol)
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, method: str, *args: Any, seconds: float | None = None) -> Any:
+        """``fs.method(*args)``, the whole call within ``seconds`` (default ``remote_timeout()``;
+        fsspec's own limit on an async filesystem, gcsfs' and s3fs': a store that refuses
+        connections is retried for a minute, one that never answers is waited for forever)."""
+        options = {}
+        if getattr(self.fs, "async_impl", False):
+            # (taken by fsspec's sync, not passed to the method)
+            options["timeout"] = seconds or remote_timeout()
         try:
-            return getattr(self.fs, method)(*args)
+            return getattr(self.fs, method)(*args, **options)
         except FileNotFoundError:
             raise
         except _storage_errors() as error:
+            if isinstance(error, TimeoutError):
+                waited = options.get("timeout", remote_timeout())
+                reason = f"no answer within {waited:g} s (set {TIMEOUT_ENV} to wait more)"
+                raise TraceError(str(self), reason) from None
             raise TraceError(str(self), describe_error(error)) from None
 
     def info(self) -> dict[str, Any] | None:
@@ -186,7 +247,9 @@ class RemotePath:
 
     def read_bytes(self) -> bytes:
         try:
-            return bytes(self._call("cat_file", self.path))
+            # a big file has the time to come at 1 MiB/s on top of the deadline
+            seconds = remote_timeout() + self.stat().st_size / 2**20
+            return bytes(self._call("cat_file", self.path, seconds=seconds))
         except FileNotFoundError:
             raise TraceError(str(self), describe_error(FileNotFoundError())) from None
 
