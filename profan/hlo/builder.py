@@ -8,7 +8,7 @@ on demand by ``profan.hlo.views``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
@@ -116,9 +116,9 @@ class ModelBuilder:
 
     def reset(self) -> None:
         # Memo tables are per parse so a long-lived process does not grow without bound.
-        self._operand_memo = {}
+        self._operand_memo: dict[str, Operand] = {}
         self._operand_list_memo: dict[str, tuple[Operand, ...]] = {}
-        self._shapes = {}
+        self._shapes: dict[str, Shape] = {}
         self._pending: list[Instruction] = []  # unnamed instructions written as operands
         self._inline: list[Computation] = []  # computations written inline as attributes
         self._anonymous = 0
@@ -131,7 +131,7 @@ class ModelBuilder:
         self._predecessors = False  # a control-predecessors attribute was read
 
     # -- shapes -------------------------------------------------------------------------------
-    def _shape(self, item: Any, anchor: Token | None = None) -> Shape:
+    def _shape(self, item: Any, anchor: Token | str | None = None) -> Shape:
         if isinstance(item, Shape):
             return item
         item = value_of(item)
@@ -167,17 +167,17 @@ class ModelBuilder:
                 raise RuntimeError(f"the grammar's head and tuple_element disagree on {text!r}")
         return Shape("tuple", tuple_shapes=tuple(elements))
 
-    def buffer_shape(self, children: list) -> Shape:
+    def buffer_shape(self, children: list[Any]) -> Shape:
         return Shape("buffer", tuple_shapes=(self._shape(children[1]),))
 
-    def tuple_shape(self, children: list) -> Shape:
+    def tuple_shape(self, children: list[Any]) -> Shape:
         return Shape("tuple", tuple_shapes=tuple(self._shape(c) for c in children if c is not None))
 
     # -- instructions -------------------------------------------------------------------------
-    def shape_operand(self, children: list) -> Operand:
+    def shape_operand(self, children: list[Any]) -> Operand:
         return Operand("", self._shape(children[0]))
 
-    def tuple_operand(self, children: list) -> Operand:
+    def tuple_operand(self, children: list[Any]) -> Operand:
         return Operand(bare(children[1]).lstrip("%"), children[0])
 
     def _operand(self, token: Token | str, anchor: Token | None = None) -> Operand:
@@ -222,7 +222,7 @@ class ModelBuilder:
             self._operand_list_memo[listed] = known
         return list(known), end
 
-    def instruction(self, children: list) -> Instruction | list[Instruction]:
+    def instruction(self, children: list[Any]) -> Instruction | list[Instruction]:
         nested, self._pending = self._pending, []
         first = children[0]
         if first.type == "INSTR_HEAD":
@@ -247,7 +247,7 @@ class ModelBuilder:
             return [*nested, instruction]
         return instruction
 
-    def instructions(self, children: list) -> list[Instruction]:
+    def instructions(self, children: list[Any]) -> list[Instruction]:
         """A run of INSTRUCTION lines in one INSTRUCTIONS token, read line by line."""
         token = children[0]
         text = value_of(token)
@@ -280,7 +280,7 @@ class ModelBuilder:
             return instruction, at
         return Instruction(name, opcode, shape, operands, attributes, root_word is not None), at
 
-    def nested_instruction(self, children: list) -> Operand:
+    def nested_instruction(self, children: list[Any]) -> Operand:
         self._anonymous += 1
         opcode_token = (
             children[0]
@@ -295,7 +295,7 @@ class ModelBuilder:
         # a shape the text left out is inferred later: the operand then reads it by name
         return Operand(name, None if instruction.shape is UNKNOWN_SHAPE else instruction.shape)
 
-    def _build(self, name: str, children: list) -> Instruction:
+    def _build(self, name: str, children: list[Any]) -> Instruction:
         first = children[0]
         if isinstance(first, Shape) or first.type == "SHAPE":
             shape = self._shape(first)
@@ -314,7 +314,7 @@ class ModelBuilder:
         shape: Shape,
         opcode: str,
         opcode_token: Token,
-        children: list,
+        children: list[Any],
         operands: list[Operand] | None = None,
         attributes: dict[str, str] | None = None,
     ) -> Instruction:
@@ -378,7 +378,9 @@ class ModelBuilder:
             elided_operand_count=elided_count,
         )
 
-    def _attributes(self, name: str, token: Any, text: str, at: int, attributes: dict) -> int:
+    def _attributes(
+        self, name: str, token: Any, text: str, at: int, attributes: dict[str, str]
+    ) -> int:
         """Add the ``, key=value`` attributes written one after another in ``text`` from
         ``at``; returns where they end."""
         assert self.attr_item is not None
@@ -415,7 +417,8 @@ class ModelBuilder:
         saved = self._pending
         self._pending = []
         try:
-            body = self.inline_parser.parse(value[1:-1])
+            # what inline_body made of it (lark types parse() as the Tree it returns untransformed)
+            body = cast(list[Any], self.inline_parser.parse(value[1:-1]))
         except HloSyntaxError:
             raise
         except UnexpectedInput as error:
@@ -431,32 +434,33 @@ class ModelBuilder:
         self._inline.append(computation)
         return f"%{name}"
 
-    def inline_body(self, children: list) -> list:
+    def inline_body(self, children: list[Any]) -> list[Any]:
         return children
 
-    def instruction_line(self, children: list) -> Instruction:
+    def instruction_line(self, children: list[Any]) -> Instruction:
         found = children[0]
         if is_token(found):  # INSTRUCTION
             text = value_of(found)
             found, end = self._whole_line(text, 0, found)
             _read_to_the_end(text, end, "INSTRUCTION")
-        instruction = found[-1] if isinstance(found, list) else found
+        instruction: Instruction = found[-1] if isinstance(found, list) else found
         if instruction.shape is UNKNOWN_SHAPE:  # from the operand shapes the line printed
             infer_missing_shapes([instruction], lambda name: None)
         return instruction
 
     # -- computations -------------------------------------------------------------------------
-    def param(self, children: list) -> None:
+    def param(self, children: list[Any]) -> None:
         return None
 
-    def signature(self, children: list) -> _Signature:
+    def signature(self, children: list[Any]) -> _Signature:
         return _SIGNATURE
 
-    def computation(self, children: list) -> Computation:
+    def computation(self, children: list[Any]) -> Computation | list[Computation]:
+        """The computation, after the computations written inline in its attributes."""
         is_entry = is_token(children[0]) and children[0].type == "ENTRY"
         name_token = children[1] if is_entry else children[0]
         name = bare(name_token).lstrip("%")
-        body: list = []
+        body: list[Any] = []
         execution_thread = None
         for child in children[2 if is_entry else 1 :]:
             if isinstance(child, Instruction | list):
@@ -475,7 +479,7 @@ class ModelBuilder:
     def _computation(
         self,
         name: str,
-        body: list,
+        body: list[Any],
         is_entry: bool,
         execution_thread: str | None,
         name_token: Token | None = None,
@@ -519,13 +523,13 @@ class ModelBuilder:
         )
 
     # -- stack-frame tables -------------------------------------------------------------------
-    def file_names(self, children: list) -> tuple[str, dict]:
+    def file_names(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
         return "file_names", id_table(children, unquote)
 
-    def function_names(self, children: list) -> tuple[str, dict]:
+    def function_names(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
         return "function_names", id_table(children, unquote)
 
-    def file_locations(self, children: list) -> tuple[str, dict]:
+    def file_locations(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
         def row(token: Token) -> FileLocation:
             fields = int_fields(token)
             try:
@@ -542,7 +546,7 @@ class ModelBuilder:
 
         return "file_locations", id_table(children, row)
 
-    def stack_frames(self, children: list) -> tuple[str, dict]:
+    def stack_frames(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
         def row(token: Token) -> StackFrame:
             fields = int_fields(token)
             if "file_location_id" not in fields:
@@ -552,7 +556,7 @@ class ModelBuilder:
         return "stack_frames", id_table(children, row)
 
     # -- module -------------------------------------------------------------------------------
-    def module(self, children: list) -> Module:
+    def module(self, children: list[Any]) -> Module:
         name = ""  # no HloModule header
         if children and is_token(children[0]) and children[0].type == "HLOMODULE":
             name = bare(children[1])

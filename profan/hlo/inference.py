@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from profan.hlo.model import DTYPE_BITS, UNKNOWN_SHAPE, Instruction, Shape
 from profan.hlo.views import (
+    WindowDimension,
     convolution_dimensions,
     int_attribute,
     int_list_attribute,
@@ -109,14 +110,14 @@ def _ragged_dot(instruction: Instruction, lhs: Shape, rhs: Shape, group_sizes: S
     return out
 
 
-def _windowed(size: int, dim: object) -> int:
+def _windowed(size: int, dim: WindowDimension) -> int:
     """Output positions of one windowed dimension (XLA's InferWindowOutputShape)."""
-    padded = (size - 1) * dim.lhs_dilate + 1 if size > 0 else 0  # type: ignore[attr-defined]
-    padded += dim.pad_low + dim.pad_high  # type: ignore[attr-defined]
-    extent = (dim.size - 1) * dim.rhs_dilate + 1  # type: ignore[attr-defined]
+    padded = (size - 1) * dim.lhs_dilate + 1 if size > 0 else 0
+    padded += dim.pad_low + dim.pad_high
+    extent = (dim.size - 1) * dim.rhs_dilate + 1
     if padded < extent:
         return 0
-    return (padded - extent) // dim.stride + 1  # type: ignore[attr-defined]
+    return (padded - extent) // dim.stride + 1
 
 
 def _convolution(instruction: Instruction, lhs: Shape, rhs: Shape) -> Shape:
@@ -381,8 +382,8 @@ def _infer_structured(instruction: Instruction, operands: list[Shape]) -> Shape:
         k = int_attribute(instruction, "k")
         if k is None or not first.dims:
             return UNKNOWN_SHAPE
-        dims = (*first.dims[:-1], k)
-        return Shape("tuple", tuple_shapes=(_array(first.dtype, dims), _array("s32", dims)))
+        top = (*first.dims[:-1], k)
+        return Shape("tuple", tuple_shapes=(_array(first.dtype, top), _array("s32", top)))
     return UNKNOWN_SHAPE
 
 

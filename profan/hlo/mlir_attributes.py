@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from lark import Lark, Transformer
+from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from profan.paths import open_grammar
@@ -30,45 +30,45 @@ def _unescape(text: str) -> str:
     return _ESCAPE.sub(replace, text)
 
 
-class _Values(Transformer):
-    def start(self, items: list) -> dict:
+class _Values(Transformer[Token, Any]):
+    def start(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         return items[0]
 
-    def dict(self, items: list) -> dict:
+    def dict(self, items: list[Any]) -> dict[str, Any]:
         return dict(item for item in items if item is not None)
 
-    def pair(self, items: list) -> tuple[str, Any]:
+    def pair(self, items: list[Any]) -> tuple[str, Any]:
         return items[0], items[1]
 
-    def unit(self, items: list) -> tuple[str, Any]:
+    def unit(self, items: list[Any]) -> tuple[str, Any]:
         return items[0], True
 
-    def key(self, items: list) -> str:
+    def key(self, items: list[Any]) -> str:
         text = str(items[0])
         return _unescape(text[1:-1]) if text.startswith('"') else text
 
-    def string(self, items: list) -> str:
+    def string(self, items: list[Any]) -> str:
         return _unescape(str(items[0])[1:-1])
 
-    def integer(self, items: list) -> int:
+    def integer(self, items: list[Any]) -> int:
         return int(str(items[0]), 0)
 
-    def float(self, items: list) -> float:
+    def float(self, items: list[Any]) -> float:
         return float(str(items[0]))
 
-    def true(self, _items: list) -> bool:
+    def true(self, _items: list[Any]) -> bool:
         return True
 
-    def false(self, _items: list) -> bool:
+    def false(self, _items: list[Any]) -> bool:
         return False
 
-    def other(self, items: list) -> str:
+    def other(self, items: list[Any]) -> str:
         return str(items[0])
 
-    def array(self, items: list) -> list:
+    def array(self, items: list[Any]) -> list[Any]:
         return [item for item in items if not _is_type(item)]
 
-    def type_suffix(self, items: list) -> _Type:
+    def type_suffix(self, items: list[Any]) -> _Type:
         return _Type(str(items[0]))
 
 

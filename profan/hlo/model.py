@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 # Bits per element of each primitive type XLA prints.  Sub-byte types are packed.
 DTYPE_BITS: dict[str, int] = {
@@ -88,7 +89,7 @@ class Shape:
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # Pickle as a constructor call: several times faster to load than slot-by-slot state,
         # which keeps parse_file's cache near-instant on 50,000-line modules.
         return (Shape, (self.dtype, self.dims, self.dynamic, self.layout, self.tuple_shapes))
@@ -143,7 +144,7 @@ class Operand:
     name: str
     shape: Shape | None = None
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Operand, (self.name, self.shape))
 
 
@@ -207,12 +208,17 @@ class Instruction:
     # IR has, and the printer leaves it out again.
     implicit: bool = False
     _metadata: Metadata | None = field(default=None, compare=False, repr=False)
-    _backend_config: dict | bool | None = field(default=False, compare=False, repr=False)
+    _backend_config: dict[str, Any] | bool | None = field(default=False, compare=False, repr=False)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # Memoised views are left out: they are rebuilt on first use.
         fields = (self.name, self.opcode, self.shape, self.operands, self.attributes)
-        rest = (self.is_root, self.literal, self.parameter_number, self.computation)
+        rest: tuple[Any, ...] = (
+            self.is_root,
+            self.literal,
+            self.parameter_number,
+            self.computation,
+        )
         if self.operands_elided or self.implicit:
             rest += (self.operands_elided, self.elided_operand_count, self.implicit)
         return (Instruction, fields + rest)
@@ -249,7 +255,7 @@ class Computation:
     _by_name: dict[str, Instruction] | None = field(default=None, compare=False, repr=False)
     _indexed: int = field(default=-1, compare=False, repr=False)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Computation, (self.name, self.instructions, self.is_entry, self.execution_thread))
 
     @property

@@ -18,7 +18,7 @@ import hashlib
 import os
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -80,15 +80,16 @@ def grammar_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def _speedups() -> dict | None:
+def _speedups() -> dict[str, Any] | None:
     """lark-cython's plugins when installed (about 5% faster); PROFAN_PURE_PYTHON=1 opts out."""
     if os.environ.get("PROFAN_PURE_PYTHON"):
         return None
     try:
-        import lark_cython  # type: ignore[import-not-found]
+        import lark_cython
     except ImportError:
         return None
-    return lark_cython.plugins
+    plugins: dict[str, Any] = lark_cython.plugins
+    return plugins
 
 
 def parser_backend() -> str:
@@ -196,7 +197,9 @@ def _translate(error: Exception, text: str, file: str | None) -> HloSyntaxError:
         )
     if isinstance(error, UnexpectedCharacters):
         # The lexer stops where the blanks before the bad text begin: skip them.
-        at = LEAD.match(text, error.pos_in_stream).end()  # type: ignore[union-attr]
+        # lark declares pos_in_stream by its class default, None; UnexpectedCharacters sets the
+        # lexer's position (an int) in __init__, and LEAD matches anywhere (it may match nothing)
+        at = LEAD.match(text, error.pos_in_stream).end()  # type: ignore[call-overload]
         line = text.count("\n", 0, at) + 1
         column = at - text.rfind("\n", 0, at)
         reason = (
@@ -244,7 +247,8 @@ def parse_module(text: str, *, file: str | None = None) -> Module:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        module = module_parser.parse(text)
+        # ModelBuilder.module's result (lark types parse() as the Tree it returns untransformed)
+        module = cast(Module, module_parser.parse(text))
     except Exception as error:
         raise _syntax_error(error, text, file) from None
     finally:
@@ -264,7 +268,7 @@ def parse_instruction(line: str) -> Instruction:
     builder.reset()
     builder.single_line = True
     try:
-        return line_parser.parse(line.strip())
+        return cast(Instruction, line_parser.parse(line.strip()))  # instruction_line's result
     except Exception as error:
         raise _syntax_error(error, line.strip(), None) from None
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
@@ -52,13 +53,13 @@ def _fast_decode(text: str) -> Shape | None:
     return Shape(dtype, dims, (False,) * len(dims), layout)
 
 
-class _ShapeBuilder(Transformer):
+class _ShapeBuilder(Transformer[Token, Shape]):
     """Builds a ``Shape`` from the tree of ``hlo_shape.lark``."""
 
-    def start(self, children: list) -> Shape:
+    def start(self, children: list[Shape]) -> Shape:
         return children[0]
 
-    def array_shape(self, children: list) -> Shape:
+    def array_shape(self, children: list[Any]) -> Shape:
         dtype = str(children[0])
         dims: list[int] = []
         dynamic: list[bool] = []
@@ -71,18 +72,18 @@ class _ShapeBuilder(Transformer):
                 dynamic.append(child[1])
         return Shape(dtype, tuple(dims), tuple(dynamic), layout)
 
-    def static_dim(self, children: list) -> tuple[int, bool]:
+    def static_dim(self, children: list[Any]) -> tuple[int, bool]:
         return int(children[0]), False
 
-    def bounded_dim(self, children: list) -> tuple[int, bool]:
+    def bounded_dim(self, children: list[Any]) -> tuple[int, bool]:
         return int(children[0]), True
 
-    def unbounded_dim(self, children: list) -> tuple[int, bool]:
+    def unbounded_dim(self, children: list[Any]) -> tuple[int, bool]:
         return UNBOUNDED_DIM, True
 
-    def layout(self, children: list) -> Layout:
+    def layout(self, children: list[Any]) -> Layout:
         minor_to_major = tuple(int(c) for c in children if isinstance(c, Token))
-        fields: dict = {"tiles": [], "dim_level_types": (), "split_configs": []}
+        fields: dict[str, Any] = {"tiles": [], "dim_level_types": (), "split_configs": []}
         for child in children:
             if (
                 isinstance(child, tuple)
@@ -101,38 +102,38 @@ class _ShapeBuilder(Transformer):
         fields["split_configs"] = tuple(fields["split_configs"])
         return Layout(minor_to_major=minor_to_major, **fields)
 
-    def dim_levels(self, children: list) -> tuple[str, tuple[str, ...]]:
+    def dim_levels(self, children: list[Any]) -> tuple[str, tuple[str, ...]]:
         return "_dim_level_types", tuple(str(c) for c in children if c is not None)
 
-    def tiles(self, children: list) -> tuple[str, tuple]:
+    def tiles(self, children: list[Any]) -> tuple[str, tuple[Any, ...]]:
         return "_tiles", tuple(children)
 
-    def tile(self, children: list) -> tuple[int | None, ...]:
+    def tile(self, children: list[Any]) -> tuple[int | None, ...]:
         return tuple(None if str(c) == "*" else int(c) for c in children if c is not None)
 
-    def tail_padding(self, children: list) -> tuple[str, int]:
+    def tail_padding(self, children: list[Any]) -> tuple[str, int]:
         return "_tail_padding_alignment", int(children[0])
 
-    def index_type(self, children: list) -> tuple[str, str]:
+    def index_type(self, children: list[Any]) -> tuple[str, str]:
         return "_index_primitive_type", str(children[0])
 
-    def pointer_type(self, children: list) -> tuple[str, str]:
+    def pointer_type(self, children: list[Any]) -> tuple[str, str]:
         return "_pointer_primitive_type", str(children[0])
 
-    def element_size(self, children: list) -> tuple[str, int]:
+    def element_size(self, children: list[Any]) -> tuple[str, int]:
         return "_element_size_bits", int(children[0])
 
-    def memory_space(self, children: list) -> tuple[str, int]:
+    def memory_space(self, children: list[Any]) -> tuple[str, int]:
         return "_memory_space", int(children[0])
 
-    def split_config(self, children: list) -> tuple[str, str]:
+    def split_config(self, children: list[Any]) -> tuple[str, str]:
         values = [str(c) for c in children if c is not None]
         return "_split_config", f"{values[0]}:{','.join(values[1:])}"
 
-    def physical_shape(self, children: list) -> tuple[str, Shape]:
+    def physical_shape(self, children: list[Any]) -> tuple[str, Shape]:
         return "_physical_shape", children[0]
 
-    def metadata_prefix(self, children: list) -> tuple[str, int]:
+    def metadata_prefix(self, children: list[Any]) -> tuple[str, int]:
         return "_dynamic_shape_metadata_prefix_bytes", int(children[0])
 
 
@@ -151,7 +152,8 @@ def _shape_parser() -> Lark:
 def decode_shape_by_grammar(text: str) -> Shape:
     """Decode with the full shape grammar (no fast path); raises ``HloSyntaxError``."""
     try:
-        return _shape_parser().parse(text)
+        # _ShapeBuilder's result (lark types parse() as the Tree it returns untransformed)
+        return cast(Shape, _shape_parser().parse(text))
     except LarkError as error:
         column = getattr(error, "column", None)
         raise HloSyntaxError(f"bad shape {text!r}", column=column, text=text) from None

@@ -63,8 +63,8 @@ def int_fields(token: Token) -> dict[str, int]:
     return {key: int(value) for key, value in INT_FIELD.findall(value_of(token))}
 
 
-def id_table(children: list, convert: Any) -> dict:
-    rows: dict = {}
+def id_table(children: list[Any], convert: Any) -> dict[int, Any]:
+    rows: dict[int, Any] = {}
     for id_token, value in zip(children[1::2], children[2::2], strict=True):
         rows[int(bare(id_token))] = convert(bare(value))
     return rows

@@ -125,7 +125,7 @@ def _config_text(raw: str | None) -> str | None:
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
-def _decode_json(text: str) -> dict | None:
+def _decode_json(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
@@ -138,7 +138,7 @@ def _decode_json(text: str) -> dict | None:
     return decoded if isinstance(decoded, dict) else None
 
 
-def backend_config(instruction: Instruction) -> dict | None:
+def backend_config(instruction: Instruction) -> dict[str, Any] | None:
     """The instruction's backend config as a dict, whichever form XLA printed: JSON (quoted or
     bare, most ops) or an MLIR attribute dictionary (typed-FFI custom calls such as
     TransformerEngine's ``te_*_ffi`` and Pallas/Triton calls: ``{attn_heads = 16 : i64, ...}``).
