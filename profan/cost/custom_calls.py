@@ -7,6 +7,7 @@ operands plus results as a lower bound on bytes.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from profan.cost.bytes import HBM_MEMORY_SPACE, counted_space
 from profan.cost.context import CostContext
@@ -19,7 +20,7 @@ from profan.hlo.views import backend_config, custom_call_target, metadata
 _KERNEL_NAME = re.compile(r'kernel_name="([^"]+)"')
 
 
-def kernel_name(instruction: Instruction, config: dict) -> str:
+def kernel_name(instruction: Instruction, config: dict[str, Any]) -> str:
     """The kernel's own name where the call carries one: the Triton config's ``name``, a
     ``kernel_name`` frontend attribute, else the metadata op_name (Pallas puts the kernel's
     name there: ``.../splash_mha_fwd/pallas_call``)."""

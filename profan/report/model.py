@@ -264,7 +264,7 @@ class Report:
         )
         if self.timeline is not None:
             extra["timeline"] = self.timeline.to_dict()
-        return _clean(
+        return _clean_dict(
             {
                 "schema_version": self.schema_version,
                 "tool": {"name": "profan", "version": __version__},
@@ -343,7 +343,7 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
 def _clean(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, NaN/inf to None."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return _clean_dict(value)
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     kind = type(value)
@@ -352,6 +352,10 @@ def _clean(value: Any) -> Any:
     if value is None or kind is str or kind is int or kind is bool:
         return value
     return _clean_scalar(value)
+
+
+def _clean_dict(value: dict[Any, Any]) -> dict[str, Any]:
+    return {str(k): _clean(v) for k, v in value.items()}
 
 
 def _clean_scalar(value: Any) -> Any:

@@ -98,26 +98,28 @@ def explain_faster_executions(
             notes.append(None)
             continue
         per_execution = row.roofline_s / max(row.occurrences, 1)
-        shortest = (
+        fastest = (
             float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
         )
-        why = _why(row.bound_by, row.async_role, shortest, chip)
+        why = _why(row.bound_by, row.async_role, fastest, chip)
         if row.async_role == "done" and beaten:
             head = (
                 "its start-to-done spans are shorter than its transfers' ideal "
                 f"({percent(efficiency, 0)} of the ideal time)"
             )
         elif row.async_role == "done":
+            assert hit is not None  # not beaten: it is here for its faster spans
             head = (
                 f"{int(hit['size'])} of {row.async_span_n} start-to-done spans shorter than its "
-                f"transfer's ideal (shortest {seconds(shortest)}, ideal {seconds(per_execution)})"
+                f"transfer's ideal (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
             )
         elif beaten:
             head = f"measured faster than its roofline ({percent(efficiency, 0)} of the ideal time)"
         else:
+            assert hit is not None  # not beaten: it is here for its faster executions
             head = (
                 f"{int(hit['size'])} of {row.occurrences} executions measured faster than its "
-                f"roofline (shortest {seconds(shortest)}, ideal {seconds(per_execution)})"
+                f"roofline (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
             )
         notes.append(f"{head}: {why}")
     per_op["note"] = pd.Series(notes, index=per_op.index, dtype=object)

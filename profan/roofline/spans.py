@@ -151,7 +151,8 @@ def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
         row_of.get((key, _name(name)), -1)
         for key, name in zip(key_column(firsts["module_key"]), firsts["op_name"], strict=True)
     ]
-    return np.asarray(found, dtype=np.int64)[group_of]
+    per_execution: np.ndarray = np.asarray(found, dtype=np.int64)[group_of]
+    return per_execution
 
 
 def _name(value: object) -> str | None:

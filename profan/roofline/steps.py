@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -317,12 +317,12 @@ def step_rows(
     model_flops = model_flops.to_dict()
     bound_time = {bound: by_bound[bound] for bound in BOUNDS if bound in by_bound}
     first_notes = _first_step_notes(profile, devices)
-    rows = []
+    records: list[dict[str, Any]] = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step
         if step not in ideal_of:
             continue
-        notes: list[str] = [*([] if rows else first_notes), *device_notes.get(step, [])]
+        notes: list[str] = [*([] if records else first_notes), *device_notes.get(step, [])]
         ideal, span = float(ideal_of[step]), float(span_of[step])
         window = float(step_row.duration_s)
         measured = max(window, span)
@@ -355,7 +355,7 @@ def step_rows(
         times["idle_s"] = max(measured - sum(times.values()), 0.0)
         devices = max(int(devices_of[step]), 1)
         step_model = float(model_flops.get(step, 0.0))
-        rows.append(
+        records.append(
             {
                 "step": step,
                 "measured_s": measured,
@@ -370,6 +370,6 @@ def step_rows(
                 "note": "; ".join(notes) or None,
             }
         )
-    frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
-    frame["note"] = pd.Series([row["note"] for row in rows], index=frame.index, dtype=object)
+    frame = pd.DataFrame(records, columns=STEP_COLUMNS)
+    frame["note"] = pd.Series([row["note"] for row in records], index=frame.index, dtype=object)
     return frame

@@ -143,8 +143,8 @@ def blocked_attention(call: KernelCall, params: Params) -> KernelCost:
     written = float(sum(xla_shape_size(leaf) for leaf in kernel.result_arrays(call, params)))
     cost.bytes_read, cost.bytes_written = read, written
     cost.dtype = q.dtype
-    shape = AttentionShape(1, heads, q_len, kv_len, q.dims[-1], v.dims[-1],
-                           k.dims[0] if k.rank == 3 else 1)  # fmt: skip
+    attention = AttentionShape(1, heads, q_len, kv_len, q.dims[-1], v.dims[-1],
+                               k.dims[0] if k.rank == 3 else 1)  # fmt: skip
     direction = phase if phase != "fwd" else "forward"
     if not causal:
         pairs, cost.flops_source, mask = q_len * kv_len, "upper-bound", "a full block mask"
@@ -154,7 +154,7 @@ def blocked_attention(call: KernelCall, params: Params) -> KernelCost:
     else:  # causal, block size unknown: the causal pairs themselves, a lower bound
         pairs, cost.flops_source = attended_pairs(q_len, kv_len, "top-left"), "lower-bound"
         mask = "a causal mask (pairs; blocks unknown)"
-    cost.flops, cost.transcendentals = attention_flops(shape, pairs, direction)
+    cost.flops, cost.transcendentals = attention_flops(attention, pairs, direction)
     if not sizes:
         cost.bytes_source = "lower-bound"  # one block spans the sequence: operands read once
     else:
