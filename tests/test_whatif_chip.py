@@ -10,6 +10,7 @@ import pytest
 
 from profan.report.model import Report
 from profan.report.pipeline import report_for, resolve_layout
+from profan.whatif.fit import launches
 from profan.whatif.project import Projection, project_chip
 from tests.conftest import FIXTURES_DIR
 
@@ -41,6 +42,17 @@ def test_train_step_within_10_percent(group: str, src: str, tgt: str) -> None:
     assert (projection.projected_busy_s < projection.busy_s) == (tgt == "_h200")
 
 
+# The one op over 1% of a step that misses 15%, and why: the target's autotuner chose another
+# kernel for it, which a projection from the source's kernel cannot know. The test checks that
+# the kernels differ (launch grid, block or shared memory), so the exception names its cause.
+OTHER_KERNEL = {
+    # Triton gemm, 1.1% of the step: the H200 ran it with 65,568 B of shared memory per block
+    # (fewer pipeline stages) where the H100 used 98,328 B: 17% faster at the same FLOPs
+    # (+19% projected); the same op in gpu_transformer ran one config on both chips (within 12%)
+    ("gpu_transformer_nocb", "", "gemm_fusion_dot.10"),
+}
+
+
 @pytest.mark.parametrize(("src", "tgt"), DIRECTIONS)
 @pytest.mark.parametrize("group", TRAIN_STEPS)
 def test_ops_above_one_percent_within_15_percent(group: str, src: str, tgt: str) -> None:
@@ -59,13 +71,14 @@ def test_ops_above_one_percent_within_15_percent(group: str, src: str, tgt: str)
             continue
         checked += 1
         error = (op.projected_s / op.executions) / (other.measured_s / other.occurrences) - 1
-        assert abs(error) < 0.20, op.name
+        if (group, src, op.name) in OTHER_KERNEL:
+            assert launches(mine) != launches(other), op.name
+            assert abs(error) < 0.20, op.name
+            continue
         if abs(error) >= 0.15:
             off.append((op.name, round(error, 3)))
     assert checked >= 15
-    # known to be off (docs/whatif.md): at most 3 of ~20 ops per direction miss 15% (by <20%):
-    # ops of the same cost whose own copies differ 1.0-1.4x on one chip
-    assert len(off) <= 3, off
+    assert not off
 
 
 @pytest.mark.parametrize(("src", "tgt"), DIRECTIONS)
@@ -77,11 +90,12 @@ def test_each_kernel_program_within_15_percent(src: str, tgt: str) -> None:
     for entry in target.ops:
         measured[entry.module] = measured.get(entry.module, 0.0) + entry.measured_s / per
     assert len(projection.programs) >= 15
-    for module, (_, projected) in projection.programs.items():
-        error = abs(projected / measured[module] - 1)
-        # programs under 20 us a step (FFTs, the batched matmul: a few small kernels) carry
-        # more fixed cost than the model's 1.5 us: known to be off by up to 20% (docs/whatif.md)
-        assert error < (0.15 if measured[module] > 20e-6 else 0.25), module
+    off = {
+        module: round(projected / measured[module] - 1, 3)
+        for module, (_, projected) in projection.programs.items()
+        if abs(projected / measured[module] - 1) >= 0.15
+    }
+    assert not off  # the smallest (FFTs, the batched matmul: 6-11 us a step) included
 
 
 def test_memory_bound_ops_gain_less_than_the_bandwidth_ratio() -> None:

@@ -1,5 +1,6 @@
-"""``profan whatif TRACE --chip NAME`` / ``--hlo DIR``: the measured step projected onto another
-chip or a recompiled program (``profan.whatif``; docs/whatif.md)."""
+"""``profan whatif TRACE --chip NAME`` / ``--hlo DIR`` / ``--mesh AXIS=N,...``: the measured step
+projected onto another chip, a recompiled program or another mesh (``profan.whatif``;
+docs/whatif.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="project a recompiled program (another batch, mesh or sharding) from its HLO dump",
     )
     parser.add_argument(
+        "--mesh",
+        metavar="AXIS=N,...",
+        help="the same program on another mesh (axes resized, e.g. data=2,model=4): collectives "
+        "recosted for the new group sizes, per-device work scaled by the shard sizes; an estimate",
+    )
+    parser.add_argument(
         "--source-hlo", metavar="DIR", help="the measured program's HLO dump, as report's --hlo"
     )
     parser.add_argument("--top", type=int, default=20, help="ops to list (default 20)")
@@ -36,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from profan.whatif import render
     from profan.whatif.project import project_chip, project_hlo
 
-    if bool(args.chip) == bool(args.hlo):
-        raise ConfigError("whatif: give one of --chip NAME or --hlo DIR")
+    if sum(bool(x) for x in (args.chip, args.hlo, args.mesh)) != 1:
+        raise ConfigError("whatif: give one of --chip NAME, --hlo DIR or --mesh AXIS=N,...")
     trace, hlo = resolve_layout(args.trace, args.source_hlo)
     use_cache = not args.no_cache
     source = report_for(trace, hlo=hlo, use_cache=use_cache)
@@ -45,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         projection = project_chip(
             source, report_for(trace, hlo=hlo, chip=args.chip, use_cache=use_cache)
         )
+    elif args.mesh:
+        from profan.whatif.mesh import parse_mesh, project_mesh
+
+        projection = project_mesh(source, parse_mesh(args.mesh))
     else:
         projection = project_hlo(source, recompiled_roofline(args.hlo, source), args.hlo)
     if args.format == "json":

@@ -1,9 +1,12 @@
 """The projection's arithmetic, as pure functions of numbers (docs/whatif.md).
 
-An op execution takes ``t = fixed + R / e``: a fixed cost (launch ramp and tail) and its
-roofline ``R`` on the chip's sustained figures over the op's own efficiency ``e``, which carries
-over.  So ``t' = fixed + (t - fixed) * R'/R``.  The step adds the device's idle time under one of
-two stated rules (``project_step``).
+An op execution takes ``t = fixed + rest``: a fixed cost per kernel launch (ramp-up and tail)
+and the rest, of which a share ``s`` runs at the roofline ``R`` (on the chip's sustained figures)
+and scales with it, while ``1 - s`` is latency (dependent loads, occupancy, synchronisation) that
+another chip of the same generation does not shorten.  ``s`` is the op's own measured efficiency
+against its roofline over a fitted knee: an op far below its roofline gains little.  So
+``t' = fixed + (t - fixed) * (1 - s + s * R'/R)``.  The step adds the device's idle time under one
+of two stated rules (``project_step``).
 """
 
 from __future__ import annotations
@@ -45,9 +48,19 @@ class Terms:
         return max(BOUNDS, key=lambda name: terms[name]) if any(terms.values()) else "unknown"
 
 
-def fixed_part(measured_s: float, fixed_s: float) -> float:
-    """The fixed cost taken out of one execution: at most half of it (the rest scales)."""
-    return min(fixed_s, 0.5 * measured_s)
+def fixed_part(measured_s: float, fixed_s: float, kernels: float = 1.0) -> float:
+    """The fixed cost taken out of one execution: ``fixed_s`` per kernel it launched, at most
+    half of the execution (the rest scales)."""
+    return min(fixed_s * max(kernels, 1.0), 0.5 * measured_s)
+
+
+def scaling_share(efficiency: float, knee: float) -> float:
+    """The share of an execution's time that scales with its roofline: its efficiency against
+    the roofline (sustained figures) over ``knee``, at most 1; every op scales fully without a
+    knee (``knee`` 0)."""
+    if knee <= 0:
+        return 1.0
+    return min(max(efficiency, 0.0) / knee, 1.0)
 
 
 def project_execution(
@@ -57,19 +70,27 @@ def project_execution(
     source_fractions: Sustained,
     target_fractions: Sustained,
     fixed_s: float,
+    kernels: float = 1.0,
+    knee: float = 0.0,
 ) -> float:
-    """One execution's time on the target: ``fixed + (t - fixed) * R'/R``.  An op with no
-    roofline on the source (its cost unknown) keeps its measured time."""
+    """One execution's time on the target: ``fixed + (t - fixed) * (1 - s + s * R'/R)``, with
+    ``fixed`` per kernel launch and ``s = scaling_share(R / t, knee)``.  An op with no roofline on
+    the source (its cost unknown) keeps its measured time."""
     roofline = source.roofline_s(source_fractions)
     if roofline <= 0 or measured_s <= 0:
         return measured_s
-    fixed = fixed_part(measured_s, fixed_s)
-    return fixed + (measured_s - fixed) * target.roofline_s(target_fractions) / roofline
+    fixed = fixed_part(measured_s, fixed_s, kernels)
+    share = scaling_share(roofline / measured_s, knee)
+    ratio = target.roofline_s(target_fractions) / roofline
+    return fixed + (measured_s - fixed) * (1.0 - share + share * ratio)
 
 
-def scaled_execution(measured_s: float, ratio: float, fixed_s: float) -> float:
-    """``fixed + (t - fixed) * ratio``: an execution whose roofline changes by ``ratio``."""
-    fixed = fixed_part(measured_s, fixed_s)
+def scaled_execution(
+    measured_s: float, ratio: float, fixed_s: float, kernels: float = 1.0
+) -> float:
+    """``fixed + (t - fixed) * ratio``: an execution whose whole roofline-bound rest changes by
+    ``ratio`` (the collectives of another mesh: ``profan.whatif.mesh``)."""
+    fixed = fixed_part(measured_s, fixed_s, kernels)
     return fixed + (measured_s - fixed) * ratio
 
 

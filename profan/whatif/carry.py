@@ -23,9 +23,11 @@ class Sustained:
 
 @dataclass(frozen=True, slots=True)
 class CarryOver:
-    """``t' = fixed + (t - fixed) * R'/R`` with R on each chip's sustained figures."""
+    """``t' = fixed + (t - fixed) * (1 - s + s * R'/R)`` with R on each chip's sustained figures,
+    ``fixed`` per kernel launch and ``s`` the op's efficiency over ``knee`` (at most 1)."""
 
-    fixed_s: float
+    fixed_s: float  # per kernel launch
+    knee: float  # efficiency (roofline / measured, sustained figures) from which an op scales fully
     op_residual: float  # rms of log(projected / measured) per execution, time-weighted
     step_residual: float  # largest relative error of a projected op time per step
     reference_chip: str
@@ -58,6 +60,7 @@ def parse_carry_over(data: dict, where: str) -> CarryOver:
         )
     return CarryOver(
         fixed_s=_number(model, "fixed_s", where),
+        knee=_number(model, "knee", where),
         op_residual=_number(model, "op_residual", where),
         step_residual=_number(model, "step_residual", where),
         reference_chip=str(model.get("reference_chip", "")),

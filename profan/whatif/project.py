@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profan.whatif.arithmetic import Terms, project_execution, project_step
+from profan.whatif.arithmetic import Terms, project_execution, project_step, scaling_share
 from profan.whatif.carry import CarryOver, carry_over
 
 if TYPE_CHECKING:
@@ -68,6 +68,14 @@ def _terms(entry: OpEntry, executions: int) -> Terms:
         ici_s=(entry.t_ici_s or 0.0) / n,
         transcendental_s=(entry.t_transcendental_s or 0.0) / n,
     )
+
+
+def kernels_per_execution(entry: OpEntry) -> float:
+    """Kernel launches per execution of the op (its kernels' counts over its executions); 1
+    where the trace lists no kernels (TPU, CPU, reports before the field)."""
+    if not entry.kernels or entry.occurrences < 1:
+        return 1.0
+    return max(sum(int(k.get("count") or 0) for k in entry.kernels) / entry.occurrences, 1.0)
 
 
 def host_paced(report: Report) -> bool:
@@ -130,6 +138,7 @@ def _finish(
 def _parameters(model: CarryOver, source: str, target: str) -> dict[str, object]:
     return {
         "fixed_s": model.fixed_s,
+        "knee": model.knee,
         "op_residual": model.op_residual,
         "step_residual": model.step_residual,
         "fitted_on": model.fitted_on,
@@ -183,11 +192,22 @@ def project_chip(source: Report, on_target: Report, model: CarryOver | None = No
             ops.append(_op(entry, entry.measured_s, model, bounds, rule))
             continue
         tgt_terms = _terms(scored, n)
+        kernels = kernels_per_execution(entry)
         per = project_execution(
-            entry.measured_s / n, src_terms, tgt_terms, src_fr, tgt_fr, model.fixed_s
+            entry.measured_s / n,
+            src_terms,
+            tgt_terms,
+            src_fr,
+            tgt_fr,
+            model.fixed_s,
+            kernels,
+            model.knee,
         )
+        efficiency = src_terms.roofline_s(src_fr) * n / entry.measured_s if entry.measured_s else 0
+        share = scaling_share(efficiency, model.knee)
         bounds = (src_terms.bound(src_fr), tgt_terms.bound(tgt_fr))
-        ops.append(_op(entry, per * n, model, bounds, "own efficiency carried over"))
+        rule = f"own efficiency carried over; {share:.0%} of it scales"
+        ops.append(_op(entry, per * n, model, bounds, rule))
     notes = [f"{tgt_chip}: sustained figures {tgt_fr.source}"]
     return _finish(source, tgt_chip, tgt_chip, ops, model, notes)
 
@@ -247,8 +267,16 @@ def project_hlo(
         entry, rule = _counterpart(row, measured)
         if entry is not None:
             n = max(entry.occurrences, 1)
+            # the whole rest scales with the new roofline (no knee): more work is more time,
+            # latency-bound or not; the knee is the chip model's (a faster chip, the same work)
             per = project_execution(
-                entry.measured_s / n, _terms(entry, n), terms, fractions, fractions, model.fixed_s
+                entry.measured_s / n,
+                _terms(entry, n),
+                terms,
+                fractions,
+                fractions,
+                model.fixed_s,
+                kernels_per_execution(entry),
             )
             rule = f"{rule}: {entry.name}"
             source_bound = entry.bound_by

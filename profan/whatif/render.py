@@ -23,9 +23,10 @@ def _header(p: Projection) -> list[str]:
         f" on {p.target_chip} ({share:+.1%}), range {_t(p.step_low_s)} - {_t(p.step_high_s)}"
         f" (+-{p.parameters['step_residual']:.0%}: the model's largest step residual)",
         f"busy      per device per step: {_t(p.busy_s)} measured -> {_t(p.projected_busy_s)}"
-        " projected (each op: fixed + (t - fixed) x R'/R)",
+        " projected (each op: fixed + (t - fixed) x (1 - s + s x R'/R), s its share that scales)",
         f"idle      {p.step_rule}",
-        f"model     fixed {fixed * 1e6:.2f} us per execution; sustained fractions "
+        f"model     fixed {fixed * 1e6:.2f} us per kernel launch; knee {p.parameters['knee']}; "
+        "sustained fractions "
         + "; ".join(
             f"{chip} compute {v['compute']:.3f} hbm {v['hbm']:.3f} ici {v['ici']:.3f}"
             for chip, v in p.parameters["sustained"].items()
