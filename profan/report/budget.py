@@ -440,8 +440,8 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
         if not new:
             results.append(CheckResult("baseline.new_collectives", True, "no new collectives"))
     if budget.no_new_suspicious:
-        before = {(f.rule, f.op) for f in baseline.findings}
-        fresh = [f for f in report.findings if (f.rule, f.op) not in before]
+        known = {(f.rule, f.op) for f in baseline.findings}
+        fresh = [f for f in report.findings if (f.rule, f.op) not in known]
         for f in fresh:
             results.append(
                 CheckResult(

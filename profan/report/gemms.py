@@ -153,8 +153,8 @@ def gemm_of(
             _ints(numbers.get("lhs_batch_dimensions")),
             _ints(numbers.get("rhs_batch_dimensions")),
         )
-        found = _shape(lhs, rhs, _result(instruction), dims, "backend-config")
-        return None if found is None else (found, instruction)
+        shape = _shape(lhs, rhs, _result(instruction), dims, "backend-config")
+        return None if shape is None else (shape, instruction)
     found = find_dot(instruction, module)
     if found is None or found[0].opcode != "dot":
         return None
@@ -163,16 +163,13 @@ def gemm_of(
     lhs, rhs = operand_shape(module, dot, 0), operand_shape(module, dot, 1)
     if sizes is None or lhs is None or rhs is None:
         return None
-    dims = tuple(
-        _dot_attr(dot, name)
-        for name in (
-            "lhs_contracting_dims",
-            "rhs_contracting_dims",
-            "lhs_batch_dims",
-            "rhs_batch_dims",
-        )
+    dims = (
+        _dot_attr(dot, "lhs_contracting_dims"),
+        _dot_attr(dot, "rhs_contracting_dims"),
+        _dot_attr(dot, "lhs_batch_dims"),
+        _dot_attr(dot, "rhs_batch_dims"),
     )
-    shape = _shape(lhs, rhs, dot.shape, dims, "dot")  # type: ignore[arg-type]
+    shape = _shape(lhs, rhs, dot.shape, dims, "dot")
     return None if shape is None else (shape, dot)
 
 

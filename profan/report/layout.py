@@ -147,7 +147,7 @@ def table(
     sep = " │ " if style.colour else "  "
     cells = [
         [
-            wrap_pieces(cell, widths[i], columns[i].wrap) if columns[i].wrap else cell or [""]
+            wrap_pieces(cell, widths[i], wrap) if (wrap := columns[i].wrap) else cell or [""]
             for i, cell in enumerate(row)
         ]
         for row in rows

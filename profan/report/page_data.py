@@ -31,7 +31,9 @@ def add_page_data(report: Report, profile: Profile) -> None:
 
 
 def _add_detail(entry: OpEntry, profile: Profile) -> None:
-    module = profile.modules.get(entry.program) if entry.program else None
+    if not entry.program:
+        return
+    module = profile.modules.get(entry.program)
     instruction = profile.instruction(entry.program, entry.name) if module is not None else None
     if module is None or instruction is None:
         return

@@ -105,7 +105,8 @@ def dumped_program_meshes(hlo: Path) -> dict[str, ProgramMesh]:
         if mesh is None:
             continue
         name = base_name(module.name)
-        if name in found and found[name] is not None and found[name].spec != mesh.spec:
+        seen = found.get(name)
+        if seen is not None and seen.spec != mesh.spec:
             found[name] = None  # ambiguous: two programs of this name on different meshes
         elif name not in found:
             found[name] = mesh
@@ -148,7 +149,7 @@ def reading_ahead(
     config: RuleConfig | None = None,
     page: bool = False,
     use_cache: bool = True,
-) -> Iterator[None]:
+) -> Iterator[bool]:
     """Within: the trace of ``inputs`` is read by a worker process started now, while this one
     imports the pipeline, parses the HLO dump and prepares the rest (``profan.trace.prefetch``:
     one big local host, an idle CPU), when it will be read at all: not when a report or the
@@ -294,6 +295,7 @@ def _prepare_while_reading(inputs: Inputs, program_meshes: dict[str, ProgramMesh
         key = module.name  # the loader's key of a --hlo module (the first of a name wins)
         if key in ahead.scorings:
             continue
+        report: ShardingReport | None
         try:
             report = sharding.describe(module, meshes.get(base_name(key)))
         except ProfanError:

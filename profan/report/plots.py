@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -48,7 +49,7 @@ def time_unit(largest_s: float) -> tuple[float, str]:
     return TIME_UNITS[-1]
 
 
-def thin_ticks(ax: Axes, positions: list[float], labels: list[str], most: int = 15) -> None:
+def thin_ticks(ax: Axes, positions: Sequence[float], labels: list[str], most: int = 15) -> None:
     """Label at most ``most`` of the positions (every k-th), so the labels never overprint."""
     every = max(1, math.ceil(len(positions) / most))
     ax.set_xticks(positions[::every])

@@ -134,7 +134,7 @@ def select_ops(
     return present + missing
 
 
-def _sort_value(value: object) -> object:
+def _sort_value(value: str | float) -> str | float:
     return value.casefold() if isinstance(value, str) else value
 
 

@@ -157,13 +157,17 @@ def overlap(
     identity_of_group, unique_keys = pd.factorize(pd.Series(keys, dtype=object))
     hidden = pd.Series(exposed[is_hidden_candidate])
     sums = hidden.groupby(identity_of_group[group_of[is_hidden_candidate]]).sum()
-    exposed_by_op = dict(
-        sorted((tuple(map(str, unique_keys[i])), float(v)) for i, v in sums.items())
-    )
+    exposed_by_op = dict(sorted((_identity(unique_keys[i]), float(v)) for i, v in sums.items()))
     all_gaps.sort(key=lambda g: -g.duration_s)
     top = [IdleGap(g.device, g.start_s, g.duration_s) for g in all_gaps[:5]]
     comm_exposed = float(exposed[is_collective].sum())
     return Overlap(exposed_by_op, comm_exposed / n, comm_total / n, top)
+
+
+def _identity(key: Any) -> tuple[str, str, str]:
+    """One (module, program, op name) key of the factorized identities, as text."""
+    module, program, name = key
+    return str(module), str(program), str(name)
 
 
 def _number(value: Any, default: float = 0.0) -> float:

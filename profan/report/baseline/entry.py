@@ -209,7 +209,10 @@ def _memory_facts(program: dict[str, Any]) -> MemoryFacts:
         if isinstance(buffer, dict) and str(buffer.get("name", "")).split("{")[0] == at
     ]
     return MemoryFacts(
-        *(as_number(program.get(name)) for name in MEMORY_QUANTITIES),
+        peak_bytes=as_number(program.get("peak_bytes")),
+        argument_bytes=as_number(program.get("argument_bytes")),
+        output_bytes=as_number(program.get("output_bytes")),
+        temp_bytes=as_number(program.get("temp_bytes")),
         peak_instruction=at,
         peak_source=relative_source(next((s for s in sources if s), None)),
     )
