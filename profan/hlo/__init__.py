@@ -8,6 +8,7 @@ a report read back from the cache) imports without it.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from profan.hlo.model import (
@@ -30,7 +31,7 @@ __getattr__ = lazy_exports(
 )
 
 
-def parse_file(path: str) -> Module:
+def parse_file(path: str | os.PathLike[str]) -> Module:
     """Parse an HLO text file; a repeated parse of an unchanged file comes from the cache."""
     from profan.cache import cached_parse_file
 
