@@ -12,6 +12,7 @@ from that ``.xplane.pb`` (``profan.trace.jsonhlo``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +37,7 @@ class Run:
     hlo_beside: dict[str, Path | RemotePath] = field(default_factory=dict)
 
 
-def host_and_format(path: Path) -> tuple[str, str] | None:
+def host_and_format(path: Path | RemotePath) -> tuple[str, str] | None:
     """(host, format) for a trace file name, or None when it is not one."""
     name = path.name
     if name.endswith(XPLANE_SUFFIX):
@@ -49,7 +50,7 @@ def host_and_format(path: Path) -> tuple[str, str] | None:
     return None
 
 
-def _runs_dir(path: Path) -> Path | None:
+def _runs_dir(path: Path | RemotePath) -> Path | RemotePath | None:
     for candidate in (path / "plugins" / "profile", path / "profile", path):
         if candidate.is_dir() and any(
             child.is_dir() and _trace_files(child) for child in _children(candidate)
@@ -58,18 +59,18 @@ def _runs_dir(path: Path) -> Path | None:
     return None
 
 
-def _children(path: Path) -> list[Path]:
+def _children(path: Path | RemotePath) -> list[Path | RemotePath]:
     try:
         return sorted(path.iterdir())
     except OSError as error:
         raise TraceError(str(path), f"cannot list directory: {error.strerror}") from None
 
 
-def _trace_files(path: Path) -> list[Path]:
+def _trace_files(path: Path | RemotePath) -> list[Path | RemotePath]:
     return [p for p in _children(path) if p.is_file() and host_and_format(p) is not None]
 
 
-def find_run(path: str | Path | RemotePath, run: str | None = None) -> Run:
+def find_run(path: str | os.PathLike[str], run: str | None = None) -> Run:
     """The run to load: ``run`` by name, else the newest (by name, then modification time)."""
     root = as_path(path)
     if not root.exists():
@@ -114,7 +115,7 @@ def find_run(path: str | Path | RemotePath, run: str | None = None) -> Run:
     return _collect(newest, newest.name)
 
 
-def _xplane_beside(json_file: Path, host: str) -> Path | None:
+def _xplane_beside(json_file: Path | RemotePath, host: str) -> Path | RemotePath | None:
     """The ``.xplane.pb`` of the same run beside a trace-viewer JSON file: the same host's, or
     for ``perfetto_trace.json.gz`` the only one there."""
     folder = json_file.parent
@@ -128,7 +129,7 @@ def _xplane_beside(json_file: Path, host: str) -> Path | None:
     return None
 
 
-def _collect(run_dir: Path, name: str | None) -> Run:
+def _collect(run_dir: Path | RemotePath, name: str | None) -> Run:
     found = Run(run_dir, name)
     for file in _trace_files(run_dir):
         host, fmt = host_and_format(file)  # type: ignore[misc]

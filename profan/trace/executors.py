@@ -352,7 +352,7 @@ def map_beside(function: Callable[[Task], Any], tasks: Sequence[Task]) -> list[A
             target=_send_result, args=(function, task, send, os.getpid()), daemon=True
         )
         process.start()
-        _LIVE[process.pid] = process
+        _LIVE[_pid(process)] = process
         send.close()
         started.append((process, receive))
     last = function(tasks[-1])
@@ -366,14 +366,21 @@ def map_beside(function: Callable[[Task], Any], tasks: Sequence[Task]) -> list[A
         finally:
             receive.close()
             process.join()
-            _LIVE.pop(process.pid, None)
+            _LIVE.pop(_pid(process), None)
     return [*results, last]
 
 
 def _share_died(process: multiprocessing.process.BaseProcess, task: Any) -> WorkerDiedError:
     """The error of a ``map_beside`` process that died without its result."""
-    _LIVE[process.pid] = process  # (read by _worker_died as a pool's worker)
+    _LIVE[_pid(process)] = process  # (read by _worker_died as a pool's worker)
     return _worker_died([task], [process.pid], [0])
+
+
+def _pid(process: multiprocessing.process.BaseProcess) -> int:
+    """A started process's id (``pid`` is None only before ``start``)."""
+    pid = process.pid
+    assert pid is not None
+    return pid
 
 
 def _send_result(

@@ -272,10 +272,8 @@ def analyse_hosts(summaries: list[HostSummary]) -> HostsAnalysis | None:
             arrivals[s.host][number] = collectives[s.host][first][0] - offsets[s.host]
         total = 0.0
         for key in keys:
-            durations = [
-                collectives[s.host][key][1] - collectives[s.host][key][0] for s in summaries
-            ]
-            total += sum(d - min(durations) for d in durations) / 1e9
+            spans = [collectives[s.host][key][1] - collectives[s.host][key][0] for s in summaries]
+            total += sum(d - min(spans) for d in spans) / 1e9
         waits[number] = total
     rows = []
     skew = {}

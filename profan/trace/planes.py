@@ -7,7 +7,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from google.protobuf.message import Message
@@ -304,9 +304,9 @@ class _OpColumns:
         # ``keep``: only these columns are accumulated (a caller that reads a few columns of a
         # large host never holds the others); all of ``NAMES`` when None.
         self.names = self.NAMES if keep is None else tuple(n for n in self.NAMES if n in keep)
-        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in self.names}
+        self.parts: dict[str, list[np.ndarray | Coded]] = {name: [] for name in self.names}
 
-    def add(self, **columns: np.ndarray) -> None:
+    def add(self, **columns: np.ndarray | Coded) -> None:
         count = len(columns["start_ps"])
         defaults: dict[str, Any] = {
             "module": None,
@@ -344,8 +344,10 @@ class _OpColumns:
             pieces = parts.pop(name)
             if name in STRING_COLUMNS:
                 columns[name] = _strings(pieces, coded)
-            else:
-                columns[name] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            else:  # a numeric column: its parts are arrays (Coded only in STRING_COLUMNS)
+                arrays = cast(list[np.ndarray], pieces)
+                columns[name] = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+                del arrays
             del pieces
         return columns
 

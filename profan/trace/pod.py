@@ -167,8 +167,9 @@ def _map_uncached(
         )
         for index, result in zip(todo, mapped, strict=True):
             results[index] = result
-            if keys[index] is not None:
-                write_host_result(keys[index], result)
+            key = keys[index]
+            if key is not None:
+                write_host_result(key, result)
     return [result for result in results if result is not None]
 
 

@@ -186,7 +186,7 @@ def _widen(fd: int) -> None:
     try:
         import fcntl
 
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 2**20)  # type: ignore[attr-defined]
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 2**20)
     except (ImportError, AttributeError, OSError):
         pass
 
@@ -229,9 +229,9 @@ def _read(path: str, host: str, fd: int, blob_file: int | None) -> None:
 
     with os.fdopen(fd, "wb", buffering=0) as stream:
         try:
-            host = read_host(path, host, coded=True)
+            trace = read_host(path, host, coded=True)
         except TraceError as error:
             send(stream, None, (error.path, error.reason))
         else:
-            send(stream, host, blob_file=blob_file)
+            send(stream, trace, blob_file=blob_file)
     sys.stderr.flush()

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
@@ -61,7 +63,7 @@ def load_schema(file_name: str) -> dict[str, type[Message]]:
     file_descriptor = _pool().FindFileByName(file_name)
     classes: dict[str, type[Message]] = {}
 
-    def collect(descriptors) -> None:  # type: ignore[no-untyped-def]
+    def collect(descriptors: Iterable[Any]) -> None:
         for descriptor in descriptors:
             classes[descriptor.full_name] = message_factory.GetMessageClass(descriptor)
             collect(descriptor.nested_types)

@@ -116,10 +116,12 @@ def send(
     if blob_file is not None:
         with open(blob_file, "wb", buffering=0, closefd=False) as shared:
             for blob in blobs:
-                _write_all(shared, memoryview(blob).cast("B"))
+                _write_all(shared, blob.data.cast("B"))
         blobs = []
-    for piece in (_LENGTH.pack(len(message)), message, *blobs):
+    for piece in (_LENGTH.pack(len(message)), message):
         _write_all(stream, memoryview(piece).cast("B"))
+    for blob in blobs:  # (numpy arrays are buffers, but typeshed says so from Python 3.12 on)
+        _write_all(stream, blob.data.cast("B"))
 
 
 def receive(stream: IO[bytes], blob_file: int | None = None) -> HostTrace | tuple[str, str]:

@@ -274,7 +274,7 @@ def _decode_stats(
     pos: np.ndarray,
     end: np.ndarray,
     wanted: np.ndarray | None,
-) -> tuple[np.ndarray, ...]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Decode XStat messages at [pos, end): owner event, metadata id, kind, values."""
     # Field 1 (metadata_id) first; a stat without one has id 0.
     has_id = (buf[pos] == 0x08) & (pos < end)

@@ -451,7 +451,7 @@ def _columns_with_metadata(
     def coded_from_metadata(name: str) -> Coded:
         return Coded.by_key([meta_stats.get(int(k), {}).get(name) for k in keys], inverse)
 
-    names = []
+    names: list[str | None] = []
     for key in keys:
         meta = plane.event_metadata.get(int(key))
         if meta is None:
