@@ -56,7 +56,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def refuse_inputs(
-    outputs: Iterable[tuple[str, str | Path]], inputs: Iterable[tuple[str, str | Path | None]]
+    outputs: Iterable[tuple[str, str | os.PathLike[str]]],
+    inputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
 ) -> None:
     """Refuse an output (flag, path) that is an input (flag, path), by resolved path or inode,
     or that lies inside an input directory.  Inputs in object storage cannot be local files."""

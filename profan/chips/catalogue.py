@@ -306,7 +306,7 @@ def _chip_from_table(name: str, table: Any, origin: str) -> Chip:
     )
 
 
-def read_chip_file(path: str | Path) -> dict[str, Chip]:
+def read_chip_file(path: str | os.PathLike[str]) -> dict[str, Chip]:
     """Chips defined in one TOML file (``[chips.NAME]`` tables)."""
     path = Path(path)
     origin = path.name if path == data_path(CATALOGUE_FILE) else str(path)

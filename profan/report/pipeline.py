@@ -6,6 +6,7 @@ Each step runs once: the sharding of every module is described once and handed t
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from profan.cache.inputs import events_key, seen_before
 from profan.cache.keys import digest_behind, finish_digests
@@ -113,14 +114,18 @@ def dumped_program_meshes(hlo: Path) -> dict[str, ProgramMesh]:
     return {name: mesh for name, mesh in found.items() if mesh is not None}
 
 
-def resolve_layout(path: str | Path, hlo: str | None) -> tuple[str, str | None]:
+# the --hlo given (a str, a path, None): resolve_layout returns it unchanged or a str
+_Hlo = TypeVar("_Hlo", bound=str | os.PathLike[str] | None)
+
+
+def resolve_layout(path: str | os.PathLike[str], hlo: _Hlo) -> tuple[str, _Hlo | str]:
     """A run directory laid out as ``trace/`` (the profiler's output) beside ``hlo/`` (XLA's text
     dumps), as ``profan``'s fixtures and many CI jobs keep them: read the trace from ``trace/``
     and, unless ``--hlo`` says otherwise, join it to the dumps in ``hlo/``."""
     folder = Path(path)
     if folder.is_dir() and not (folder / "plugins").is_dir() and (folder / "trace").is_dir():
         if hlo is None and (folder / "hlo").is_dir():
-            hlo = str(folder / "hlo")
+            return str(folder / "trace"), str(folder / "hlo")
         return str(folder / "trace"), hlo
     return str(path), hlo
 

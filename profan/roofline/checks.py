@@ -98,9 +98,7 @@ def explain_faster_executions(
             notes.append(None)
             continue
         per_execution = row.roofline_s / max(row.occurrences, 1)
-        fastest = (
-            float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
-        )
+        fastest = float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
         why = _why(row.bound_by, row.async_role, fastest, chip)
         if row.async_role == "done" and beaten:
             head = (

@@ -94,7 +94,7 @@ def _rules_from_file(path: Path, origin: str) -> list[Rule]:
     return rules
 
 
-def read_kernel_file(path: str | Path) -> list[Rule]:
+def read_kernel_file(path: str | os.PathLike[str]) -> list[Rule]:
     """The entries of one kernel file; a bad file raises ``ConfigError`` (file, key, allowed)."""
     path = Path(path)
     origin = REGISTRY_FILE if path == data_path(REGISTRY_FILE) else str(path)
