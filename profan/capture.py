@@ -294,8 +294,8 @@ class Capture:
 def _cut_short(steps: list[dict[str, Any]]) -> bool:
     """Whether the last step's ideal time (what its ops should take, from their FLOPs and bytes)
     is below every earlier step's: a step whose work the trace did not see to the end."""
-    ideal = [step.get("ideal_s") for step in steps]
-    if len(ideal) < 2 or any(not isinstance(value, int | float) for value in ideal):
+    ideal = [value for step in steps if isinstance(value := step.get("ideal_s"), int | float)]
+    if len(ideal) < 2 or len(ideal) < len(steps):  # fewer than two, or a step without one
         return False
     return ideal[-1] < min(ideal[:-1]) * (1 - 1e-6)
 

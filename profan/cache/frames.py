@@ -91,7 +91,7 @@ def _encode_column(name: str, series: pd.Series, blobs: list[Any]) -> Column:
         )
     if str(dtype) in _MASKED:
         array = series.array
-        numpy_dtype = dtype.numpy_dtype  # type: ignore[union-attr]
+        numpy_dtype = dtype.numpy_dtype
         mask = np.asarray(array.isna(), dtype=bool)
         data = array.to_numpy(dtype=numpy_dtype, na_value=numpy_dtype.type(0))
         return Column(

@@ -98,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
         target = targets[""]
         progress("writing the Chrome trace")
         with atomic_file(target, "--output") as temporary:
-            count = write_chrome(export, temporary, args.counter_bins)
+            written = write_chrome(export, temporary, args.counter_bins)
         _wrote(
             target,
-            f"{count.op_slices} op slices with profan's figures, {count.counters} counter "
-            f"events, {count.processes} device(s)",
+            f"{written.op_slices} op slices with profan's figures, {written.counters} counter "
+            f"events, {written.processes} device(s)",
             started,
         )
     missing = export.unjoined_rows()

@@ -180,8 +180,8 @@ def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
     return use_colour(sys.stdout), terminal_width(sys.stdout)
 
 
-def render(  # type: ignore[no-untyped-def]
-    report,
+def render(
+    report: Report,
     fmt: str,
     *,
     top: int,

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -235,9 +235,9 @@ def _line_slices(
         )
         kernel = kernels[index] if kernels is not None else ""
         if op < 0:
-            name = kernel_names.get(int(found.metadata_id[index])) if kernel_names else None
+            launched = kernel_names.get(int(found.metadata_id[index])) if kernel_names else None
             out.append(
-                f'{head}"name":{json.dumps(name or "op without an execution")},'
+                f'{head}"name":{json.dumps(launched or "op without an execution")},'
                 f'"cat":"unjoined","args":{{}}}}'
             )
             continue
@@ -327,9 +327,9 @@ def _steps(writer: _Writer, export: Exportable) -> None:
         rows = np.flatnonzero((hosts == host) & (devices == device))
         for number, start_s, end_s in device_steps(profile.ops, rows):
             start = round(start_s * 1e12)
-            args = texts.get(number, f'"step":{number}')
+            text = texts.get(number, f'"step":{number}')
             name = json.dumps(f"step {number}")
-            writer.slice(pid, tid, start, round(end_s * 1e12) - start, name, '"step"', args)
+            writer.slice(pid, tid, start, round(end_s * 1e12) - start, name, '"step"', text)
 
 
 def _counters(writer: _Writer, export: Exportable, bins: int) -> tuple[float, int]:
@@ -389,7 +389,7 @@ def write_chrome(export: Exportable, target: Path, bins: int) -> ChromeCount:
     """Write the Chrome trace of ``export`` to ``target`` (a temporary file the caller moves
     into place; ``.gz`` in its name: gzipped)."""
     profile = export.analysis.profile
-    header = {
+    header: dict[str, Any] = {
         "profan_version": __version__,
         "trace": str(profile.path),
         "run": profile.run,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -90,10 +91,11 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def _number(value: object) -> float | None:
-    if value is None or pd.isna(value):  # type: ignore[call-overload]
+def _number(value: Any) -> float | None:
+    """A frame's cell as a float, None where it is missing."""
+    if value is None or pd.isna(value):
         return None
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
     return number if math.isfinite(number) else None
 
 

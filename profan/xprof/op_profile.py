@@ -153,7 +153,9 @@ def _ops(node: dict[str, Any], category: str) -> list[ProfiledOp]:
         return [
             ProfiledOp(op.name, op.line, op.category, op.body, op.metrics, True) for op in found
         ]
-    xla = node.get("xla") if isinstance(node.get("xla"), dict) else {}
+    xla = node.get("xla")
+    if not isinstance(xla, dict):
+        xla = {}
     return [
         ProfiledOp(
             name=name,
