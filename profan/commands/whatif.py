@@ -83,7 +83,7 @@ def recompiled_roofline(path: str, source: Report) -> pd.DataFrame:
     busiest: dict[str, float] = {}
     for entry in source.ops:
         busiest[entry.module] = busiest.get(entry.module, 0.0) + entry.measured_s
-    wanted = max(busiest, key=busiest.get) if busiest else None
+    wanted = max(busiest, key=busiest.__getitem__) if busiest else None
     named = [m for m in modules if m.name == wanted]
     module = named[0] if named else max(modules, key=lambda m: len(m.computations))
     return score_module(module, str(source.chip.get("name")), sharding=describe(module))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from profan.whatif.arithmetic import Terms, project_execution, project_step, scaling_share
 from profan.whatif.carry import CarryOver, carry_over
@@ -56,7 +56,7 @@ class Projection:
     step_rule: str
     ops: list[OpProjection]
     programs: dict[str, tuple[float, float]]  # module -> (measured, projected) per device/step
-    parameters: dict[str, object] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)  # JSON: numbers, text, tables
     notes: list[str] = field(default_factory=list)
 
 
@@ -135,7 +135,7 @@ def _finish(
     )
 
 
-def _parameters(model: CarryOver, source: str, target: str) -> dict[str, object]:
+def _parameters(model: CarryOver, source: str, target: str) -> dict[str, Any]:
     return {
         "fixed_s": model.fixed_s,
         "knee": model.knee,
