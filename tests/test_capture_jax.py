@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+# One child run of every case, JAX started and compiling: ~10 s of CPU (the quick loop skips it;
+# profan.capture without JAX: tests/test_capture_nojax.py).
+pytestmark = pytest.mark.slow
+
 CASES_FILE = Path(__file__).with_name("capture_jax_cases.py")
 CASES = [
     node.name

@@ -14,6 +14,9 @@ import pytest
 
 pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof is not installed (.[xprof])")
 
+# XProf's memory viewer on every program: the quick loop skips it (xprof: tests/test_xprof_*).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
