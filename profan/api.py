@@ -140,9 +140,12 @@ def report(path: str | os.PathLike[str], **options: Any) -> Report:
     ``top``, ``chips``, ``kernels``, ``workers``, ``scheduler``, ``use_cache``, ``progress``,
     ``sort``, ``filter``.
     """
-    from profan.report.pipeline import Progress, report_for
+    from profan.report.pipeline import Progress, local_path, report_for
     from profan.report.selection import selected
 
+    path = local_path(path)  # a file:// URL is its local path, as on the command line
+    if isinstance(options.get("hlo"), str):
+        options["hlo"] = local_path(options["hlo"])
     chosen = ReportOptions(**options)
     filters, order = chosen.filters(), chosen.order()  # (a bad one fails before the trace)
     with _settings(chosen):
@@ -160,10 +163,11 @@ def load(
 ) -> Profile:
     """``profan.trace.load`` of any path the CLI reads: a folder with ``trace/`` beside
     ``hlo/`` reads the trace there joined to those dumps (unless ``hlo`` says otherwise)."""
-    from profan.report.pipeline import resolve_layout
+    from profan.report.pipeline import local_path, resolve_layout
     from profan.trace import load as load_trace
     from profan.trace.storage import is_remote
 
+    path, hlo = local_path(path), local_path(hlo)  # file:// URLs: as on the command line
     trace, dumps = (str(path), hlo) if is_remote(path) else resolve_layout(path, hlo)
     if dumps is None and options is not None:
         dumps = options.hlo

@@ -30,7 +30,7 @@ from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
 from profan.report.config import RuleConfig
 from profan.trace.discover import Run, find_run
-from profan.trace.storage import is_remote
+from profan.trace.storage import file_url_path, is_remote
 
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
     from profan import chips
@@ -121,13 +121,25 @@ _Hlo = TypeVar("_Hlo", bound=str | os.PathLike[str] | None)
 def resolve_layout(path: str | os.PathLike[str], hlo: _Hlo) -> tuple[str, _Hlo | str]:
     """A run directory laid out as ``trace/`` (the profiler's output) beside ``hlo/`` (XLA's text
     dumps), as ``profan``'s fixtures and many CI jobs keep them: read the trace from ``trace/``
-    and, unless ``--hlo`` says otherwise, join it to the dumps in ``hlo/``."""
-    folder = Path(path)
+    and, unless ``--hlo`` says otherwise, join it to the dumps in ``hlo/``.  ``file://`` URLs
+    are their local paths (``local_path``)."""
+    folder, dumps = Path(local_path(path)), local_path(hlo)
     if folder.is_dir() and not (folder / "plugins").is_dir() and (folder / "trace").is_dir():
-        if hlo is None and (folder / "hlo").is_dir():
+        if dumps is None and (folder / "hlo").is_dir():
             return str(folder / "trace"), str(folder / "hlo")
-        return str(folder / "trace"), hlo
-    return str(path), hlo
+        return str(folder / "trace"), dumps
+    return str(local_path(path)), dumps
+
+
+_P = TypeVar("_P", bound=str | os.PathLike[str] | None)
+
+
+def local_path(path: _P) -> _P | str:
+    """``path``, or the local path a ``file://`` URL names (``file:///abs``,
+    ``file://localhost/abs``; ``TraceError`` for one naming another machine), as the command
+    line takes them (``profan.inputs.check_inputs``)."""
+    local = file_url_path(path) if isinstance(path, str) else None
+    return path if local is None else local
 
 
 class Inputs(NamedTuple):
@@ -141,6 +153,7 @@ class Inputs(NamedTuple):
 
 def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> Inputs:
     """The inputs of ``path`` (``TraceError`` when there is no such trace)."""
+    path, hlo = local_path(path), local_path(hlo)
     if not is_remote(path) and not Path(path).exists():  # a URL is checked when it is listed
         raise TraceError(str(path), "no such file or directory")
     trace, hlo = resolve_layout(path, hlo)

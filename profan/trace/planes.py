@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from profan.arrays import among, distinct
 from profan.errors import TraceError
 from profan.gunzip import gunzip
+from profan.trace.bounds import EventBound
 from profan.trace.space import line_events
 from profan.trace.wire import (
     KIND_DOUBLE,
@@ -300,14 +301,25 @@ class _OpColumns:
         "kernel_count",
     )
 
-    def __init__(self, keep: Collection[str] | None = None) -> None:
+    def __init__(
+        self, keep: Collection[str] | None = None, bound: EventBound | None = None
+    ) -> None:
         # ``keep``: only these columns are accumulated (a caller that reads a few columns of a
-        # large host never holds the others); all of ``NAMES`` when None.
+        # large host never holds the others); all of ``NAMES`` when None.  ``bound``: counts
+        # the rows added, and refuses a read above its bounds (``profan.trace.bounds``).
         self.names = self.NAMES if keep is None else tuple(n for n in self.NAMES if n in keep)
         self.parts: dict[str, list[np.ndarray | Coded]] = {name: [] for name in self.names}
+        self.bound = bound
 
     def add(self, **columns: np.ndarray | Coded) -> None:
         count = len(columns["start_ps"])
+        if self.bound is not None:
+            device = columns.get("device")
+            if not isinstance(device, np.ndarray):
+                device = np.full(count, NA_INT, dtype=np.int64)
+            start, duration = columns["start_ps"], columns["duration_ps"]
+            assert isinstance(start, np.ndarray) and isinstance(duration, np.ndarray)
+            self.bound.add(device, start, duration)
         defaults: dict[str, Any] = {
             "module": None,
             "program_id": PROGRAM_NA,

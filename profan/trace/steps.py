@@ -125,10 +125,10 @@ def _steps_without_marks(
     windows, source = _executions(
         ops, hosts, base_ns, mine, names[dominant], ids[dominant], devices
     )
-    if not windows:
+    if windows.empty:
         notes.append(f"no steps: found no executions of the dominant module {labels[dominant]}")
         return pd.DataFrame(columns=["step", "start_ps", "end_ps", "duration_ps"])
-    table = pd.DataFrame(windows, columns=["step", "device", "start", "end"])
+    table = windows
     times = ops["_start_ps"].to_numpy()
     step, inside, within = _place(table, devices, times)
     total = float(durations.sum()) or 1.0
@@ -244,10 +244,11 @@ def _executions(
     module: str,
     program_id: int | None,
     devices: _Devices,
-) -> tuple[list[tuple[int, str, int, int]], str]:
-    """The windows (step, device, start, end) of the executions of one program (its op rows
-    ``mine``; ``module``, ``program_id``: its name and id), and where they were found."""
-    windows: list[tuple[int, str, int, int]] = []
+) -> tuple[pd.DataFrame, str]:
+    """The windows (columns step, device, start, end) of the executions of one program (its op
+    rows ``mine``; ``module``, ``program_id``: its name and id), and where they were found.
+    Built with array operations: a trace of tiny ops can have millions of executions."""
+    columns = ["step", "device", "start", "end"]
     runs = []
     for host in hosts:
         if host.module_runs:
@@ -268,39 +269,66 @@ def _executions(
                     }
                 )
             )
-    device_label = np.asarray(devices.labels, dtype=object)[devices.code]
     if runs:
         table = pd.concat(runs).sort_values("start")
         table["step"] = table.groupby("device").cumcount()
-        return list(table[["step", "device", "start", "end"]].itertuples(index=False)), (
-            "XLA Modules line"
+        return table[columns].reset_index(drop=True), "XLA Modules line"
+    rows = np.flatnonzero(mine)
+    device = devices.code[rows]
+    start = ops["_start_ps"].to_numpy()[rows]
+    end = start + ops["duration_ps"].to_numpy()[rows]
+    labels = np.asarray(devices.labels, dtype=object)
+    run_id = ops["run_id"].to_numpy()[rows]
+    if (run_id != NA_INT).any():
+        # one window per (execution, device); executions numbered by their first start
+        key = pd.MultiIndex.from_arrays([run_id, device])
+        codes, uniques = pd.factorize(key)
+        first = np.full(len(uniques), np.iinfo(np.int64).max, dtype=np.int64)
+        last = np.full(len(uniques), np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(first, codes, start)
+        np.maximum.at(last, codes, end)
+        span_run = uniques.get_level_values(0).to_numpy()
+        span_device = uniques.get_level_values(1).to_numpy()
+        run_codes, distinct_runs = pd.factorize(span_run)
+        run_start = np.full(len(distinct_runs), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(run_start, run_codes, first)
+        order = np.empty(len(distinct_runs), dtype=np.int64)
+        order[np.argsort(run_start, kind="stable")] = np.arange(len(distinct_runs))
+        by_label = np.argsort(np.argsort(labels.astype(str), kind="stable"))
+        spans = np.lexsort((by_label[span_device], span_run))  # (as groupby sorts its groups)
+        table = pd.DataFrame(
+            {
+                "step": order[run_codes[spans]],
+                "device": labels[span_device[spans]],
+                "start": first[spans],
+                "end": last[spans],
+            }
         )
-    if (ops["run_id"].to_numpy()[mine] != NA_INT).any():
-        part = ops[mine]
-        part = part.assign(devkey=device_label[mine], _end=part["_start_ps"] + part["duration_ps"])
-        spans = (
-            part.groupby(["run_id", "devkey"])
-            .agg(start=("_start_ps", "min"), end=("_end", "max"))
-            .reset_index()
-        )
-        first = spans.groupby("run_id")["start"].min().sort_values()
-        order = {run: index for index, run in enumerate(first.index)}
-        windows = [
-            (order[r.run_id], r.devkey, int(r.start), int(r.end))
-            for r in spans.itertuples(index=False)
-        ]
-        return windows, "run_id of each execution"
-    part = ops[mine].assign(devkey=device_label[mine])
-    for device, group in part.groupby("devkey", sort=False):
-        group = group.sort_values("_start_ps")
-        first_op = group["op_name"].iloc[0]
-        step_of = (group["op_name"] == first_op).cumsum() - 1
-        ends = group["_start_ps"] + group["duration_ps"]
-        for step, rows in group.groupby(step_of):
-            windows.append(
-                (int(step), device, int(rows["_start_ps"].min()), int(ends[rows.index].max()))
-            )
-    return windows, "recurrences of the first op"
+        return table, "run_id of each execution"
+    # each device's ops by start: an execution begins where the device's first op recurs
+    rank = np.empty(len(labels), dtype=np.int64)  # devices in order of first appearance
+    appearing = pd.unique(device)
+    rank[appearing] = np.arange(len(appearing))
+    order = np.lexsort((start, rank[device]))
+    device, start, end = device[order], start[order], end[order]
+    names, _ = pd.factorize(ops["op_name"].to_numpy()[rows][order], use_na_sentinel=True)
+    new_device = np.ones(len(order), dtype=bool)
+    new_device[1:] = device[1:] != device[:-1]
+    first_op = np.maximum.accumulate(np.where(new_device, np.arange(len(order)), 0))
+    recurs = (names == names[first_op]) & (names[first_op] >= 0)
+    step = np.cumsum(recurs) - np.cumsum(recurs)[first_op] + recurs[first_op] - 1
+    opens = new_device.copy()
+    opens[1:] |= step[1:] != step[:-1]
+    at = np.flatnonzero(opens)
+    table = pd.DataFrame(
+        {
+            "step": step[at],
+            "device": labels[device[at]],
+            "start": start[at],
+            "end": np.maximum.reduceat(end, at) if len(at) else end[at],
+        }
+    )
+    return table, "recurrences of the first op"
 
 
 def _place(

@@ -57,6 +57,7 @@ from google.protobuf.message import Message
 from profan.errors import TraceError
 from profan.gunzip import GunzipLimitError, gunzip
 from profan.inputs import check_input
+from profan.trace.bounds import EventBound
 from profan.trace.device_clock import (
     DEVICE_CLOCK_STATS,
     ClockAnchors,
@@ -250,7 +251,7 @@ def _read_planes(
         timestamps += [line.timestamp_ns for line in host_plane.lines if line.has_events]
     trace.base_ns = min(timestamps, default=0)
 
-    builder = _OpColumns(keep)
+    builder = _OpColumns(keep, EventBound(path))
     async_builder = _OpColumns()
     runs = _OpColumns()
     # What a share of the host reads: whole device planes (a GPU plane's kernels are grouped
