@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
+from urllib.parse import unquote
 
-from profan.errors import ProfanError
+from profan.errors import ProfanError, TraceError
 
 # The ``argparse`` destinations that name input paths, in any command, and how to call them.
 INPUT_OPTIONS = {
@@ -72,12 +73,23 @@ def check_input(path: str | os.PathLike[str], what: str) -> None:
         )
 
 
+def file_url_path(text: str) -> str | None:
+    """The local path of a ``file://`` URL (``file:///abs/path``, ``file://localhost/abs``),
+    None for anything else; ``TraceError`` for one that names another machine."""
+    if not text.startswith("file://"):
+        return None
+    rest = text[len("file://") :]
+    if rest.startswith("localhost/"):
+        rest = rest[len("localhost") :]
+    if not rest.startswith("/"):
+        raise TraceError(text, "a file:// URL names an absolute local path: file:///path/to/it")
+    return unquote(rest)
+
+
 def check_inputs(args: object, extra: Iterable[tuple[str, str]] = ()) -> None:
     """``check_input`` on every input a parsed command line names (``INPUT_OPTIONS``) and on
     ``extra`` (path, what) pairs.  A ``file://`` URL among the options becomes its local path
     (every reader then takes it as any local path)."""
-    from profan.trace.storage import file_url_path
-
     for dest in INPUT_OPTIONS:
         value = getattr(args, dest, None)
         local = file_url_path(value) if isinstance(value, str) else None

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import unquote
 
 from profan.errors import TraceError
+from profan.inputs import check_input, file_url_path
 
 EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3"}
 
@@ -42,8 +42,6 @@ def is_local_plain(path: str) -> bool:
 
 def _is_plain(file: Path) -> bool:
     """A local file that is not gzip-compressed (whatever its name)."""
-    from profan.inputs import check_input
-
     check_input(file, "trace file")  # (opening a FIFO would wait for a writer)
     try:
         with open(file, "rb") as handle:
@@ -80,19 +78,6 @@ def _quiet_libraries() -> None:
         logger = logging.getLogger(name)
         if not logger.handlers:
             logger.addHandler(logging.NullHandler())
-
-
-def file_url_path(text: str) -> str | None:
-    """The local path of a ``file://`` URL (``file:///abs/path``, ``file://localhost/abs``),
-    None for anything else; ``TraceError`` for one that names another machine."""
-    if not text.startswith("file://"):
-        return None
-    rest = text[len("file://") :]
-    if rest.startswith("localhost/"):
-        rest = rest[len("localhost") :]
-    if not rest.startswith("/"):
-        raise TraceError(text, "a file:// URL names an absolute local path: file:///path/to/it")
-    return unquote(rest)
 
 
 def as_path(text: str | os.PathLike[str]) -> Path | RemotePath:
