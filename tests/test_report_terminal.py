@@ -65,10 +65,22 @@ def _check_fits(report: Report, width: int, colour: bool) -> str:
     op_text = "".join(
         line[:op_width].strip()
         for line in body
-        if not line.startswith(("  flags:", "  note:")) and not line.startswith("       ")
+        if not line.startswith(("  flags:", "  note:", "  kernel:"))
+        and not line.startswith("       ")
     )
     names = [op.label for op in report.ops[:20]]
     assert op_text == "".join(names)
+    # a GPU op's heaviest kernel: one line under the op, a long name cut with an ellipsis
+    kernel_lines = [i for i, line in enumerate(body) if line.startswith("  kernel: ")]
+    with_kernels = [op for op in report.ops[:20] if op.kernels]
+    assert len(kernel_lines) == len(with_kernels)
+    for i, op in zip(kernel_lines, with_kernels, strict=True):
+        top = op.kernels[0]
+        assert i + 1 == len(body) or not body[i + 1].startswith("          "), body[i : i + 2]
+        shown = body[i][len("  kernel: ") :].split(f"×{top['count']}")[0]
+        assert shown == top["name"] or (
+            shown.endswith("…") and top["name"].startswith(shown[:-1])
+        ), (shown, top["name"])
     return plain
 
 

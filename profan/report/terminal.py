@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO
+from typing import IO, Any
 
 from profan.report.escape import escaped
 from profan.report.format import (
@@ -204,9 +204,7 @@ def op_table(
             for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
                 lines.append(style(line, "dim"))
         if report.ops[index].kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
-            text = f"kernel: {kernel_summary(report.ops[index].kernels, limit=1)}"
-            for line in para(text, width, indent=2, hang=8):
-                lines.append(style(line, "dim"))
+            lines.append(style(kernel_line(report.ops[index].kernels, width), "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
@@ -217,6 +215,20 @@ def op_table(
     advice = "widen the terminal, set COLUMNS, or use --format md|html|json"
     lines.extend(hidden_note(hidden, width, style, advice))
     return lines
+
+
+# The longest kernel name the line under an op shows (as Markdown's and the CSV's).
+KERNEL_NAME_WIDTH = 80
+
+
+def kernel_line(kernels: list[dict[str, Any]], width: int) -> str:
+    """``  kernel: name×count`` (``; +N more``): an op's heaviest kernel on one line under its
+    row, the name cut with an ellipsis to ``width`` as the table's cells are (C++ kernel names
+    run to hundreds of characters), never past ``KERNEL_NAME_WIDTH``."""
+    more = f"; +{len(kernels) - 1} more" if len(kernels) > 1 else ""
+    room = width - len("  kernel: ") - len(f"×{kernels[0]['count']}") - len(more)
+    name_width = max(min(room, KERNEL_NAME_WIDTH), 8)
+    return f"  kernel: {kernel_summary(kernels, limit=1, width=name_width)}"
 
 
 # The GEMM section's heaviest rows (JSON, Markdown and HTML: every row).
