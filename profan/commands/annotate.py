@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from profan.api import TRACE_INPUTS
 from profan.cache.reports import read_text, text_key, write_report, write_text
+from profan.commands.arguments import add_trace_options
 from profan.outputs import write_stdout
 from profan.report.config import RuleConfig, load_rule_config
 from profan.report.pipeline import (
@@ -25,10 +26,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help=TRACE_INPUTS)
     parser.add_argument("--module", help="module to print (default: where the most time went)")
-    parser.add_argument("--chip", help="chip to score against (default: from the trace)")
-    parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
-    parser.add_argument("--run", help="which run of a multi-run profile directory")
-    parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    add_trace_options(parser)
     parser.add_argument(
         "--format",
         choices=("term", "md", "json"),

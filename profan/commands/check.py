@@ -12,6 +12,7 @@ import msgspec
 from profan.api import TRACE_INPUTS
 from profan.cache.inputs import file_input
 from profan.cache.reports import read_output, text_key, write_output
+from profan.commands.arguments import add_trace_options
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
 from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
@@ -38,9 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--github", action="store_true", help="print GitHub Actions ::error annotations"
     )
-    parser.add_argument("--chip", help="chip to score against (default: from the trace)")
-    parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
-    parser.add_argument("--run", help="which run of a multi-run profile directory")
+    add_trace_options(parser, config=False)
 
 
 class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from profan.api import TRACE_INPUTS
+from profan.commands.arguments import add_trace_options
 from profan.errors import ConfigError
 from profan.export import (
     DEFAULT_BINS,
@@ -41,10 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=("xplane", "json"), help="the form (default: from FILE's suffix)"
     )
-    parser.add_argument("--chip", help="chip to score against (default: from the trace)")
-    parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
-    parser.add_argument("--run", help="which run of a multi-run profile directory")
-    parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    add_trace_options(parser)
     parser.add_argument(
         "--counter-bins",
         type=int,

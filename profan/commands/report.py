@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profan.api import DEFAULT_TOP, TRACE_INPUTS, ReportOptions, json_text
+from profan.commands.arguments import add_trace_options
 from profan.errors import ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
 from profan.report.pipeline import Progress, report_for, text_for
@@ -47,10 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "opcode=fusion, flag=exposed-collective, program=jit_train_step, or bare text found "
         "in the op's name or source line; case does not matter; repeat to require several",
     )
-    parser.add_argument("--chip", help="chip to score against (default: from the trace)")
-    parser.add_argument("--hlo", help="directory of HLO text dumps to join to the trace")
-    parser.add_argument("--run", help="which run of a multi-run profile directory")
-    parser.add_argument("--config", help="profan.toml with [rules] thresholds")
+    add_trace_options(parser)
     parser.add_argument("--plots", action="store_true", help="also write plot PNGs under --out")
 
 

@@ -112,10 +112,6 @@ class OpEntry:
         return self.flops_source not in uncertain and self.bytes_source not in uncertain
 
     @property
-    def achieved_flops_per_s(self) -> float:
-        return self.flops / self.measured_s if self.measured_s > 0 else 0.0
-
-    @property
     def all_space_bytes(self) -> float:
         """Bytes moved in every memory space (HBM alone for reports that predate the split)."""
         return sum(self.bytes_by_space.values()) if self.bytes_by_space else self.hbm_bytes

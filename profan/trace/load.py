@@ -184,12 +184,12 @@ def load_events(
         )
 
     trim_heap()
-    steps = assign_steps(ops, hosts, base_ns, origin_ps, notes)
+    steps = assign_steps(ops, hosts, base_ns, notes)
     trim_heap()
     if len(async_ops):
         async_ops["step"] = pd.array([pd.NA] * len(async_ops), dtype="Int64")
         if len(steps):
-            steps_by_time(async_ops, steps, origin_ps)
+            steps_by_time(async_ops, steps)
 
     kernels = None
     if kind == "GPU":

@@ -39,7 +39,6 @@ def assign_steps(
     ops: pd.DataFrame,
     hosts: list[HostTrace],
     base_ns: int,
-    origin_ps: int,
     notes: list[str],
 ) -> pd.DataFrame:
     """Give every op a step; return the steps table (step, start_ps, end_ps, duration_ps)."""
@@ -62,9 +61,9 @@ def assign_steps(
             for host, rows in ops.groupby("host", sort=False).indices.items():
                 mine = table[table["host"] == host]
                 windows = _windows(mine).reset_index() if len(mine) else per_step
-                steps_by_time(ops, windows, 0, by_execution=True, rows=rows)
+                steps_by_time(ops, windows, by_execution=True, rows=rows)
         else:
-            steps_by_time(ops, per_step, 0, by_execution=True)
+            steps_by_time(ops, per_step, by_execution=True)
         return per_step
     return _steps_without_marks(ops, hosts, base_ns, notes)
 
@@ -78,7 +77,6 @@ def _windows(table: pd.DataFrame) -> pd.DataFrame:
 def steps_by_time(
     frame: pd.DataFrame,
     steps: pd.DataFrame,
-    origin_ps: int,
     by_execution: bool = False,
     rows: np.ndarray | None = None,
 ) -> None:
