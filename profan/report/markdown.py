@@ -24,6 +24,7 @@ from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
 from profan.report.notes import HEADING as NOTES_HEADING
 from profan.report.notes import more_text, notes_shown
+from profan.report.outline import in_order
 from profan.report.terminal import (
     ROOFLINE_COLUMNS,
     async_legend,
@@ -98,11 +99,8 @@ def render(
     (``profan.report.selection``)."""
     report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
-    devices = s.device_count
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
-    legend = None if report.trace.get("hlo_missing") else sources_legend(report.ops[:top])
-    async_words = async_legend(report.ops[:top])
     lines = [f"# profan report: {markdown_code(report.trace.get('path', ''))}", ""]
     no_hlo = report.trace.get("hlo_missing")
     if no_hlo:
@@ -153,15 +151,36 @@ def render(
             "|---|---:|",
         ]
         lines += [f"| {k} | {seconds(v)} |" for k, v in s.time_by_bound_s.items() if v]
-    columns = [c for c in _COLUMNS if not (no_hlo and c[0] in ROOFLINE_COLUMNS)]
+    charts: list[str] = []
     for name, src in (images or {}).items():
-        lines += ["", f"![{name}]({src})"]
-    lines += [
+        charts += ["", f"![{name}]({src})"]
+    sections = {
+        "charts": charts,
+        "ops": _ops_lines(report, top, heading),
+        "gemms": _gemm_lines(report, top),
+        "memory": ["", *memory_markdown_lines(report)],
+        "hosts": hosts_markdown_lines(report),
+        "findings": _findings_lines(report),
+        "unmatched": _unmatched_lines(report),
+        "notes": _notes_lines(report),
+    }
+    for part in in_order(sections):
+        lines += part
+    return "\n".join(lines) + "\n"
+
+
+def _ops_lines(report: Report, top: int, heading: str | None) -> list[str]:
+    """The op table, its title and legend."""
+    no_hlo = report.trace.get("hlo_missing")
+    legend = None if no_hlo else sources_legend(report.ops[:top])
+    async_words = async_legend(report.ops[:top])
+    columns = [c for c in _COLUMNS if not (no_hlo and c[0] in ROOFLINE_COLUMNS)]
+    lines = [
         "",
         f"## {heading or f'Top {min(top, len(report.ops))} ops of {len(report.ops)}'}",
         "",
         f"{'measured' if no_hlo else 'measured, ideal, FLOPs and bytes'}: summed over all "
-        f"{devices} devices and the op's n "
+        f"{report.summary.device_count} devices and the op's n "
         "executions (n counts every device)."
         + (f" {async_words[0].upper()}{async_words[1:]}." if async_words else "")
         + (f" {legend}." if legend else ""),
@@ -187,13 +206,15 @@ def render(
             "flags": _cell(", ".join(op.flags) + _note(op)),
         }
         lines.append("| " + " | ".join(cells[name] for name, _ in columns) + " |")
-    lines += _gemm_lines(report, top)
-    lines += ["", *memory_markdown_lines(report)]
-    lines += hosts_markdown_lines(report)
-    lines += ["", f"## Suspicious ops ({len(report.findings)})", ""]
+    return lines
+
+
+def _findings_lines(report: Report) -> list[str]:
+    """The rules' findings: one group per op, and whole-profile findings (no op) in their
+    own, ranked by saving."""
+    lines = ["", f"## Suspicious ops ({len(report.findings)})", ""]
     if report.findings:
         lines += ["Largest saving first.", ""]
-    # one group per op, and whole-profile findings (no op) in their own, ranked by saving
     labels = {op.key: op.label for op in report.ops}
     for key, findings in grouped_findings(report.findings):
         if key is None:
@@ -214,14 +235,23 @@ def render(
         lines.append("None of the rules fired.")
     if lines[-1] == "":
         lines.pop()
-    lines += ["", "## Unmatched", ""]
+    return lines
+
+
+def _unmatched_lines(report: Report) -> list[str]:
+    lines = ["", "## Unmatched", ""]
     if report.unmatched:
         lines += [f"- {u['count']} events: {u['reason']}" for u in report.unmatched]
     else:
         lines.append("Every op event was joined to its HLO instruction.")
+    return lines
+
+
+def _notes_lines(report: Report) -> list[str]:
     notes, rest = notes_shown(report)
-    if notes:
-        lines += ["", f"## {NOTES_HEADING}", ""]
-        lines += [f"- {markdown_text(note)}" for note in notes]
-        lines += [f"- {more_text(rest)}"] if rest else []
-    return "\n".join(lines) + "\n"
+    if not notes:
+        return []
+    lines = ["", f"## {NOTES_HEADING}", ""]
+    lines += [f"- {markdown_text(note)}" for note in notes]
+    lines += [f"- {more_text(rest)}"] if rest else []
+    return lines

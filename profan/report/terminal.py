@@ -40,6 +40,7 @@ from profan.report.memory import terminal_lines as memory_terminal_lines
 from profan.report.model import OpEntry, Report
 from profan.report.notes import HEADING as NOTES_HEADING
 from profan.report.notes import more_text, notes_shown
+from profan.report.outline import in_order
 from profan.report.rules import RULES
 from profan.report.splits import split_text
 
@@ -368,6 +369,32 @@ def render(
         out.append(f"{style(label.ljust(16), 'bold')}  {line}")
     out.append("")
 
+    sections = {
+        "ops": _ops_lines(report, top, width, style, heading, op_total),
+        "gemms": gemm_lines(report, width, style),
+        "memory": memory_terminal_lines(report, width),
+        "hosts": hosts_terminal_lines(report, width),
+        "findings": _findings_lines(report, top, width, style),
+        "unmatched": _unmatched_lines(report, width),
+        "notes": _notes_lines(report, width, style),
+    }
+    for lines in in_order(sections):
+        out.extend(lines)
+    return "\n".join(out) + "\n"
+
+
+def _ops_lines(
+    report: Report,
+    top: int,
+    width: int,
+    style: Style,
+    heading: str | None,
+    op_total: float | None,
+) -> list[str]:
+    """The op table, its title and legends."""
+    out: list[str] = []
+    no_hlo = report.trace.get("hlo_missing")
+    devices = max(report.summary.device_count, 1)
     totals = "measured" if no_hlo else "measured, ideal, FLOPs and bytes"
     shown = min(top, len(report.ops))
     async_words = async_legend(report.ops[:top])
@@ -390,9 +417,12 @@ def render(
         out.extend(style(line, "dim") for line in para(legend, width, hang=2))
     out.extend(op_table(report, top, width, style, op_total))
     out.append("")
-    out.extend(gemm_lines(report, width, style))
-    out.extend(memory_terminal_lines(report, width))
-    out.extend(hosts_terminal_lines(report, width))
+    return out
+
+
+def _findings_lines(report: Report, top: int, width: int, style: Style) -> list[str]:
+    """The rules' findings, one block per op, largest saving first."""
+    out: list[str] = []
     if report.findings:
         out.append(
             style(f"Suspicious ({len(report.findings)} findings, largest saving first)", "bold")
@@ -431,13 +461,19 @@ def render(
         out.append(style("Suspicious: none of the rules fired", "green"))
         out.extend(para("rules: " + ", ".join(RULES), width, indent=2, hang=4))
     out.append("")
+    return out
+
+
+def _unmatched_lines(report: Report, width: int) -> list[str]:
+    """The op events that could not be joined to HLO, by reason."""
+    out: list[str] = []
     unmatched = report.unmatched
     if unmatched:
         count = sum(u["count"] for u in unmatched)
         out.extend(
             para(
-                f"Unmatched: {count} op events ({seconds(s.unmatched_op_time_s)}, all "
-                "devices) could not be joined to HLO:",
+                f"Unmatched: {count} op events ({seconds(report.summary.unmatched_op_time_s)}, "
+                "all devices) could not be joined to HLO:",
                 width,
             )
         )
@@ -447,6 +483,12 @@ def render(
             out.extend(para(text, width, indent=2, hang=12))
     else:
         out.append("Unmatched: 0 op events (every event was joined to its HLO instruction)")
+    return out
+
+
+def _notes_lines(report: Report, width: int, style: Style) -> list[str]:
+    """The notes on how the trace was read and scored (the first few)."""
+    out: list[str] = []
     notes, rest = notes_shown(report)
     if notes:
         out.append("")
@@ -455,7 +497,7 @@ def render(
             out.extend(para(f"- {note}", width, indent=2, hang=2))
         if rest:
             out.append(f"  {more_text(rest)}")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def write(report: Report, stream: IO[str] | None = None, *, top: int = 20) -> None:

@@ -21,6 +21,7 @@ from profan.report.html.header import header_html
 from profan.report.html.sections import findings_html, gemms_html, unmatched_html
 from profan.report.memory import html_section as memory_section
 from profan.report.model import OpEntry, Report
+from profan.report.outline import SECTIONS, in_order
 from profan.report.terminal import (
     async_legend,
     ideal_lines,
@@ -75,26 +76,34 @@ def _ops_intro(report: Report) -> str:
     return f"<p class='muted'>{escape(text)}" + (f" {escape(legend)}." if legend else "") + "</p>"
 
 
-_NAV = (
-    ("timeline", "Timeline"),
-    ("ops", "Ops"),
-    ("charts", "Roofline & steps"),
-    ("gemms", "GEMMs"),
-    ("hosts", "Hosts"),
-    ("memory", "Memory"),
-    ("findings", "Findings"),
-    ("unmatched", "Unmatched"),
-)
-
-
 def render(report: Report, *, top: int = 20) -> str:
     path = str(report.trace.get("path", ""))
     hosts = hosts_section(report)
     memory = memory_section(report)
-    gemms = gemms_html(report)
-    shown = {"hosts": bool(hosts), "memory": bool(memory), "gemms": bool(gemms)}
+    sections = {
+        "timeline": "<section id='timeline'><h2>Timeline</h2><div id='tl-toolbar'></div>"
+        "<div id='tl-wrap'><canvas id='tl-canvas' tabindex='0'></canvas></div>"
+        "<div id='tl-status'></div>"
+        "<noscript><p>The timeline, the op table and the charts need JavaScript.</p>"
+        "</noscript></section>",
+        "charts": "<section id='charts'><div class='chart-box'><h2>Roofline</h2><div id='roofline'>"
+        "</div></div><div class='chart-box'><h2>Step time by bound</h2>"
+        f"<div id='steps-chart'></div><p class='muted'>ideal per step: "
+        f"{escape(seconds(report.summary.step_ideal_s))} (mean)</p></div></section>",
+        "ops": f"<section id='ops'><h2>Ops ({len(report.ops)})</h2>{_ops_intro(report)}"
+        "<div id='ops-filters'></div><div class='table-wrap'><table id='ops-table'></table>"
+        "</div><div id='ops-more'></div></section>",
+        "gemms": gemms_html(report),
+        "memory": f"<section id='memory'>{memory}</section>" if memory else "",
+        "hosts": f"<section id='hosts'>{hosts}</section>" if hosts else "",
+        "findings": findings_html(report),
+        "unmatched": unmatched_html(report),
+    }
+    # the navigation links the sections the page has, in the page's order
     nav = "".join(
-        f"<a href='#{anchor}'>{title}</a>" for anchor, title in _NAV if shown.get(anchor, True)
+        f"<a href='#{section.name}'>{section.title}</a>"
+        for section in SECTIONS
+        if sections.get(section.name)
     )
     scripts = "\n".join(asset(name) for name in SCRIPTS)
     return "\n".join(
@@ -108,23 +117,7 @@ def render(report: Report, *, top: int = 20) -> str:
             f"<style>{asset(STYLE)}</style></head><body>",
             header_html(report),
             f"<nav>{nav}</nav><main>",
-            "<section id='timeline'><h2>Timeline</h2><div id='tl-toolbar'></div>"
-            "<div id='tl-wrap'><canvas id='tl-canvas' tabindex='0'></canvas></div>"
-            "<div id='tl-status'></div>"
-            "<noscript><p>The timeline, the op table and the charts need JavaScript.</p>"
-            "</noscript></section>",
-            f"<section id='ops'><h2>Ops ({len(report.ops)})</h2>{_ops_intro(report)}"
-            "<div id='ops-filters'></div><div class='table-wrap'><table id='ops-table'></table>"
-            "</div><div id='ops-more'></div></section>",
-            "<section id='charts'><div class='chart-box'><h2>Roofline</h2><div id='roofline'>"
-            "</div></div><div class='chart-box'><h2>Step time by bound</h2>"
-            f"<div id='steps-chart'></div><p class='muted'>ideal per step: "
-            f"{escape(seconds(report.summary.step_ideal_s))} (mean)</p></div></section>",
-            gemms,
-            f"<section id='hosts'>{hosts}</section>" if hosts else "",
-            f"<section id='memory'>{memory}</section>" if memory else "",
-            findings_html(report),
-            unmatched_html(report),
+            *in_order(sections),
             "</main><aside id='detail' hidden aria-label='op detail'></aside>",
             "<div id='tip' hidden></div>",
             "<script type='application/json' id='profan-data'>"
