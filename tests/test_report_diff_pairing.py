@@ -88,3 +88,36 @@ def test_pair_keys_synthetic_corner_cases() -> None:
     assert ("m|s|fusion:f#2", "m|s|fusion:f#1") in pairs  # order, of what is left
     assert ("m|gone|mul", None) in pairs and (None, "m|new|sub") in pairs
     assert len(pairs) == 6
+
+
+def test_check_against_a_json_report_pairs_as_diff_does() -> None:
+    """``profan check --baseline REPORT.json`` compares each op with the op ``profan diff`` pairs
+    it with (``keys.pair_ops``), not with the op that happens to carry its key (it did)."""
+    import dataclasses
+
+    from profan.report.budget import Budget, compare
+    from profan.report.keys import check_id, pair_ops
+
+    a, b = _reports()
+    stem = "fusion:loop_dynamic_update_slice_fusion"
+    in_group = [op for op in b.ops if op.key.split("#")[0].endswith(stem)]
+    # each op of the group 10x the time of the one before; its partner in the baseline the same
+    # time as it: paired, nothing in the group grew; paired by key, some op grew 10x
+    times = {op.key: 10.0**n for n, op in enumerate(in_group)}
+    ops = [dataclasses.replace(op, measured_s=times.get(op.key, op.measured_s)) for op in b.ops]
+    now = dataclasses.replace(b, ops=ops)
+    pairs = [(op, before) for op, before in pair_ops(now.ops, a.ops) if op and before]
+    partner_time = {before.key: times[op.key] for op, before in pairs if op.key in times}
+    assert any(op.key != before.key for op, before in pairs if op.key in times), (
+        "the ordinals line up here: this test no longer covers a shifted group"
+    )
+    baseline = dataclasses.replace(
+        a,
+        ops=[
+            dataclasses.replace(op, measured_s=partner_time.get(op.key, op.measured_s))
+            for op in a.ops
+        ],
+    )
+    budget = Budget(op_min_time_share=0.0, op_time_tolerance=0.5)
+    failed = {r.name for r in compare(now, baseline, budget) if not r.passed}
+    assert not {f"baseline.op:{check_id(op.key, op.name)}" for op in in_group} & failed

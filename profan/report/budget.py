@@ -52,7 +52,7 @@ from profan.report.escape import (
 )
 from profan.report.format import percent, seconds
 from profan.report.hosts import host_checks
-from profan.report.keys import base_name, check_id
+from profan.report.keys import base_name, check_id, pair_ops
 from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
 from profan.tomlschema import convert, read_toml
@@ -363,7 +363,7 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
 
 
 def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResult]:
-    """Regressions against a baseline report, ops matched by stable key."""
+    """Regressions against a baseline report, ops paired by ``keys.pair_ops``."""
     results: list[CheckResult] = []
     new_median = report.summary.step_time_median_s
     old_median = baseline.summary.step_time_median_s
@@ -396,11 +396,13 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 f"(tolerance -{budget.mfu_tolerance:.0%})",
             )
         )
-    old_ops = {op.key: op for op in baseline.ops}
+    # ops paired as profan diff and per-machine baselines pair them (keys.pair_ops): by stable
+    # key, then shape and source where a recompile shifted the ordinals of a scope's ops
+    partner = {op.key: before for op, before in pair_ops(report.ops, baseline.ops) if op}
     total = sum(op.measured_s for op in report.ops) or 1.0
     regressed = []
-    for op in report.ops:
-        before = old_ops.get(op.key)
+    for op in report.ops:  # (in the report's order)
+        before = partner[op.key]
         if before is None or op.measured_s < budget.op_min_time_share * total:
             continue
         if before.measured_s > 0 and op.measured_s > before.measured_s * (
@@ -426,7 +428,7 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
             )
         )
     if budget.new_collectives:
-        new = [op for op in report.ops if op.category == "collective" and op.key not in old_ops]
+        new = [op for op in report.ops if op.category == "collective" and partner[op.key] is None]
         for op in new:
             results.append(
                 CheckResult(

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from profan.report.escape import escaped, terminal
 from profan.report.format import percent, seconds
-from profan.report.keys import pair_keys
+from profan.report.keys import pair_ops
 from profan.report.memory import diff_lines as memory_diff_lines
-from profan.report.model import OpEntry, Report
+from profan.report.model import Report
 
 
 @dataclass(slots=True)
@@ -27,18 +27,11 @@ class OpChange:
 def op_changes(a: Report, b: Report) -> list[OpChange]:
     """Every op of either report, paired by stable key, shape and source (``keys.pair_keys``),
     largest change first."""
-    ops_a: dict[str, OpEntry] = {op.key: op for op in a.ops}
-    ops_b: dict[str, OpEntry] = {op.key: op for op in b.ops}
     changes = []
-    for key_a, key_b in pair_keys(
-        {key: (op.shape, op.source) for key, op in ops_a.items()},
-        {key: (op.shape, op.source) for key, op in ops_b.items()},
-    ):
-        op_a = ops_a[key_a] if key_a is not None else None
-        op_b = ops_b[key_b] if key_b is not None else None
+    for op_a, op_b in pair_ops(a.ops, b.ops):
         changes.append(
             OpChange(
-                key_a or key_b or "",
+                op_a.key if op_a else op_b.key if op_b else "",
                 op_a.label if op_a else None,
                 op_b.label if op_b else None,
                 op_a.measured_s if op_a else 0.0,

@@ -13,6 +13,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Protocol, TypeVar
 
 _NUMERIC_SUFFIX = re.compile(r"(?:[._-]\d+)+$")
 _PAREN_ID = re.compile(r"\(\d+\)$")
@@ -105,3 +106,36 @@ def pair_keys(
         pairs += [(key, partner[key]) for key in keys_a]
         pairs += [(None, key) for key in left]
     return pairs
+
+
+class _Paired(Protocol):
+    """What pairing reads of an op: the report's ``OpEntry`` and a baseline's ``OpFacts``."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def shape(self) -> str | None: ...
+    @property
+    def source(self) -> str | None: ...
+
+
+Op = TypeVar("Op", bound=_Paired)
+
+
+def pair_ops(new: Iterable[Op], old: Iterable[Op]) -> list[tuple[Op | None, Op | None]]:
+    """The ops of a profile and of the one it is compared with, paired (``pair_keys``: by
+    stable key, then shape and source line where ordinals shifted), ``(new, old)``; None: the
+    op has no partner.  Every comparison of two profiles pairs its ops here: ``profan diff``,
+    ``profan check --baseline`` with a JSON report or with a per-machine baseline file."""
+    by_key_new = {op.key: op for op in new}
+    by_key_old = {op.key: op for op in old}
+    return [
+        (
+            None if key_new is None else by_key_new[key_new],
+            None if key_old is None else by_key_old[key_old],
+        )
+        for key_new, key_old in pair_keys(
+            {key: (op.shape, op.source) for key, op in by_key_new.items()},
+            {key: (op.shape, op.source) for key, op in by_key_old.items()},
+        )
+    ]

@@ -22,7 +22,7 @@ from profan.report.baseline.entry import (
 )
 from profan.report.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
-from profan.report.keys import pair_keys
+from profan.report.keys import pair_ops
 from profan.report.model import Report
 from profan.version import __version__
 
@@ -211,27 +211,23 @@ def _gone_op(key: str, op: OpFacts, note: str) -> CheckResult:
     )
 
 
-def _paired(new: Entry, old: Entry) -> list[tuple[str | None, str | None]]:
-    """The ops of the profile and of the baseline paired (``keys.pair_keys``)."""
-    return pair_keys(
-        {key: (op.shape, op.source) for key, op in new.ops.items()},
-        {key: (op.shape, op.source) for key, op in old.ops.items()},
-    )
+def _paired(new: Entry, old: Entry) -> list[tuple[OpFacts | None, OpFacts | None]]:
+    """The ops of the profile and of the baseline paired (``keys.pair_ops``)."""
+    return pair_ops(new.ops.values(), old.ops.values())
 
 
 def _op_results(new: Entry, old: Entry, note: str) -> list[CheckResult]:
     rows: list[tuple[float, CheckResult]] = []
-    for key, old_key in _paired(new, old):
-        if key is None:
-            assert old_key is not None
-            rows.append((_weight(old.ops[old_key]), _gone_op(old_key, old.ops[old_key], note)))
+    for op, before in _paired(new, old):
+        if op is None:
+            assert before is not None
+            rows.append((_weight(before), _gone_op(before.key, before, note)))
             continue
-        op = new.ops[key]
-        if old_key is None:
-            rows.append((_weight(op), _new_op(key, op)))
-        elif changes := _op_changes(op, old.ops[old_key]):
+        if before is None:
+            rows.append((_weight(op), _new_op(op.key, op)))
+        elif changes := _op_changes(op, before):
             text = f"{_describe(op)}: {'; '.join(changes)}{note}"
-            rows.append((_weight(op), CheckResult(f"baseline.op:{key}", False, text, op.source)))
+            rows.append((_weight(op), CheckResult(f"baseline.op:{op.key}", False, text, op.source)))
     rows.sort(key=lambda row: -row[0])
     results = [result for _, result in rows[:MAX_OP_LINES]]
     if len(rows) > MAX_OP_LINES:
@@ -347,16 +343,15 @@ def _time_results(new: Entry, old: Entry, policy: TimePolicy) -> list[CheckResul
     results = [CheckResult("baseline.step_time", False, text)]
     grown = sorted(
         (
-            (new.ops[key].time_per_step_s - old.ops[old_key].time_per_step_s, key, old_key)
-            for key, old_key in _paired(new, old)
-            if key is not None and old_key is not None
+            (op.time_per_step_s - partner.time_per_step_s, op, partner.time_per_step_s)
+            for op, partner in _paired(new, old)
+            if op is not None and partner is not None
         ),
         key=lambda item: -item[0],
     )
-    for growth, key, old_key in grown[:3]:
+    for growth, op, before in grown[:3]:
         if growth <= 0:
             break
-        op, before = new.ops[key], old.ops[old_key].time_per_step_s
         results.append(
             CheckResult(
                 f"baseline.op_time:{op.key}",
