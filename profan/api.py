@@ -275,7 +275,7 @@ def describe(data: model.Report) -> str:
     from profan.report.format import percent, seconds
 
     device = data.device
-    kind = device.get("type") or device.get("kind") or "?"
+    kind = device.type or device.kind or "?"
     summary = data.summary
     step = summary.step_time_median_s
     steps = f"{summary.step_count} steps" + (f" (median {seconds(step)})" if step else "")
@@ -285,8 +285,7 @@ def describe(data: model.Report) -> str:
     if summary.op_count and summary.op_count != len(data.ops):
         ops += f" (of {summary.op_count}: filtered)"
     return (
-        f"{trace}: chip {data.chip.get('name', '?')}, {device.get('count', '?')} × {kind}, "
-        f"{steps}, {ops}{mfu}"
+        f"{trace}: chip {data.chip.get('name', '?')}, {device.count} × {kind}, {steps}, {ops}{mfu}"
     )
 
 
@@ -298,7 +297,7 @@ def html_view(data: model.Report, top: int) -> str:
     header = [
         ("trace", str(data.trace.get("path", ""))),
         ("chip", str(data.chip.get("display_name") or data.chip.get("name", ""))),
-        ("devices", f"{data.device.get('count', '?')} × {data.device.get('kind', '?')}"),
+        ("devices", f"{data.device.count} × {data.device.kind}"),
         ("steps", f"{summary.step_count}, median {seconds(summary.step_time_median_s)}"),
         ("MFU", percent(summary.mfu) if summary.mfu is not None else "-"),
         ("ops", f"{len(data.ops)}, findings {len(data.findings)}"),

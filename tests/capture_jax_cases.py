@@ -299,7 +299,7 @@ def test_capture_sharded_program_on_8_devices(jnp: Any) -> None:
     f = jax.jit(mlp)
     report = capture(f, *args, steps=3)
 
-    assert report.device["count"] == DEVICES
+    assert report.device.count == DEVICES
     # the program's own axis names (read from the program JAX lowered), not axis0/axis1
     assert list(report.summary.mesh.values()) == [{"data": 4, "model": 2}]
     (reduce,) = [op for op in report.ops if op.category == "collective"]

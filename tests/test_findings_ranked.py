@@ -15,7 +15,7 @@ from profan.report.build import build_report
 from profan.report.config import RuleConfig
 from profan.report.html.header import _cards
 from profan.report.html.sections import findings_html
-from profan.report.model import OpEntry, Report, Summary
+from profan.report.model import Device, OpEntry, Report, Summary
 from profan.report.pipeline import analyse
 from profan.report.rules import OpContext
 
@@ -127,7 +127,7 @@ def _unknown(instruction, module, opcode: str) -> OpContext:
 
 
 def _empty_report() -> Report:
-    return Report({"kind": "GPU"}, {}, [], Summary(), [], [], [])
+    return Report(Device(kind="GPU"), {}, [], Summary(), [], [], [])
 
 
 def test_cost_unknown_advice_is_shaped_to_the_op(fixtures_dir: Path) -> None:

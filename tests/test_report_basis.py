@@ -209,7 +209,7 @@ def _fmt_whole(value: float) -> str:
 def test_a_trace_of_part_of_the_job_says_so(corpus_dir: Path, fmt: str) -> None:
     """The v6e trace holds 4 devices; jit_f's mesh (axis0=8) spans 8."""
     report = _report(corpus_dir / "traces/tpu_v6e_inference.xplane.pb")
-    assert report.device["count"] == 4
+    assert report.device.count == 4
     sizes = [int(np.prod(list(axes.values()))) for axes in report.summary.mesh.values() if axes]
     assert max(sizes) == 8
     text = json.dumps(report.to_dict()["trace"]) if fmt == "json" else _headline_text(report, fmt)

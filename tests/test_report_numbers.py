@@ -61,8 +61,8 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
     # steps as the fixture generator recorded them
     assert report.summary.step_count == meta["trace"]["steps"]
     assert len(report.steps) == meta["trace"]["steps"]
-    assert report.device["count"] == len({e["args"].get("device_ordinal") for e in chrome})
-    assert report.device["kind"] == "CPU"
+    assert report.device.count == len({e["args"].get("device_ordinal") for e in chrome})
+    assert report.device.kind == "CPU"
 
     # MFU by its definition (SCHEMA.md) from independent figures: the steps' durations the
     # profiler recorded (meta.json), the FLOPs of every op (each runs once per step here), the
@@ -72,7 +72,7 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
         flops_per_step = sum(op.flops for op in report.ops) / len(step_events)
         peak = report.chip["peak_flops_per_s"]
         expected = sum(
-            flops_per_step / (peak * s["duration_ps"] * 1e-12 * report.device["count"])
+            flops_per_step / (peak * s["duration_ps"] * 1e-12 * report.device.count)
             for s in step_events
         ) / len(step_events)
         assert report.summary.mfu == pytest.approx(expected, rel=1e-9)
@@ -145,8 +145,8 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     path = corpus_dir / "traces/tpu_v6e_inference.xplane.pb"
     analysis, report = _report(path)
     profile = analysis.profile
-    assert report.device["kind"] == "TPU" and report.device["count"] == 4
-    assert "v6" in (report.device["type"] or "")
+    assert report.device.kind == "TPU" and report.device.count == 4
+    assert "v6" in (report.device.type or "")
     # the trace's own peak figures are the ones the report shows
     assert report.chip["source"] == "trace"
     assert report.chip["peak_flops_per_s"] == pytest.approx(
@@ -267,7 +267,7 @@ def test_tpu_trace_host_offload_rules(corpus_dir: Path) -> None:
 def test_gpu_trace_report(corpus_dir: Path, name: str) -> None:
     analysis, report = _report(corpus_dir / f"traces/{name}.xplane.pb")
     profile = analysis.profile
-    assert report.device["kind"] == "GPU" and report.device["count"] == 8
+    assert report.device.kind == "GPU" and report.device.count == 8
     total = float(profile.ops["duration_s"].sum())
     assert sum(op.measured_s for op in report.ops) == pytest.approx(total, rel=1e-9)
     assert report.summary.step_count == len(profile.steps)

@@ -12,7 +12,7 @@ from profan.hlo.parser import parse_module
 from profan.hlo.views import called_computations
 from profan.report import hlo_checks, rules
 from profan.report.config import RuleConfig
-from profan.report.model import OpEntry, Report, Summary
+from profan.report.model import Device, OpEntry, Report, Summary
 from profan.report.rules import OpContext
 
 
@@ -58,7 +58,7 @@ def _context(module, instr, *, category: str, measured_s: float = 1e-3, **fields
 
 def _report(kind: str = "TPU", chip: dict | None = None, summary: Summary | None = None) -> Report:
     return Report(
-        device={"kind": kind, "count": 1},
+        device=Device(kind=kind, count=1),
         chip=chip or {},
         steps=[],
         summary=summary or Summary(),

@@ -21,7 +21,7 @@ from profan.report.gemms import gemm_rows
 from profan.report.hosts import hosts_section, straggler_findings
 from profan.report.kernels import op_kernels
 from profan.report.memory import memory_section
-from profan.report.model import OpEntry, Report, Scalar
+from profan.report.model import Device, OpEntry, Report, Scalar
 from profan.report.notes import distinct
 from profan.report.savings import ranked
 from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
@@ -93,15 +93,15 @@ def chip_dict(chip: Chip) -> dict[str, Any]:
     return out
 
 
-def _device_dict(device: DeviceInfo) -> dict[str, Any]:
-    return {
-        "kind": device.kind,
-        "type": device.type_string,
-        "count": int(device.count),
-        "hosts": list(device.hosts),
-        "peak_flops_per_s": device.peak_flops_per_s,
-        "peak_hbm_bytes_per_s": device.peak_hbm_bytes_per_s,
-    }
+def _device(device: DeviceInfo) -> Device:
+    return Device(
+        kind=device.kind,
+        type=device.type_string,
+        count=int(device.count),
+        hosts=list(device.hosts),
+        peak_flops_per_s=device.peak_flops_per_s,
+        peak_hbm_bytes_per_s=device.peak_hbm_bytes_per_s,
+    )
 
 
 def _collective(value: Any) -> dict[str, Any] | None:
@@ -303,7 +303,7 @@ def build_report(
         if sharding.mesh.shape
     }
     report = Report(
-        device=_device_dict(profile.device),
+        device=_device(profile.device),
         chip=chip_dict(score.chip),
         steps=steps,
         summary=report_summary,
@@ -316,7 +316,7 @@ def build_report(
         # the readers' words on where the measured side came from (device clock, joins, HLO)
         trace={"path": str(profile.path), "run": profile.run, "notes": distinct(profile.notes)},
     )
-    partial = partial_devices_note(int(report.device.get("count") or 0), report_summary.mesh)
+    partial = partial_devices_note(report.device.count, report_summary.mesh)
     if partial is not None:  # per-device figures are of the devices the trace holds
         report.trace["devices_partial"] = partial
     missing = hlo_missing(profile)

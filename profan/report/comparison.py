@@ -32,9 +32,9 @@ class Side:
 
 def side(report: Report, label: str) -> Side:
     device = report.device
-    kind = str(device.get("kind") or "?")
-    model = device.get("type")
-    devices = f"{device.get('count', '?')} × {kind}" + (f" ({model})" if model else "")
+    kind = device.kind or "?"
+    model = device.type
+    devices = f"{device.count} × {kind}" + (f" ({model})" if model else "")
     time_of: dict[str, float] = {}
     for op in report.ops:
         program = op.program or op.module

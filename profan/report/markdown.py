@@ -108,7 +108,7 @@ def render(
     lines += [
         "| | |",
         "|---|---|",
-        f"| device | {d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}) |",
+        f"| device | {d.count} × {d.type or d.kind} ({d.kind}) |",
         *(
             [f"| devices | {_cell(str(report.trace['devices_partial']))} |"]
             if report.trace.get("devices_partial")

@@ -121,6 +121,25 @@ class OpEntry:
         return self.flops / self.hbm_bytes if self.hbm_bytes > 0 else math.inf
 
 
+@dataclass(frozen=True, slots=True)
+class Device:
+    """The accelerator as the trace describes it (JSON ``device``)."""
+
+    kind: str = ""  # TPU, GPU, CPU
+    type: str | None = None  # the device's own name: "TPU v6 Lite", "NVIDIA H100 80GB HBM3"
+    count: int = 0  # devices seen across all hosts
+    hosts: list[str] = field(default_factory=list)
+    peak_flops_per_s: float | None = None  # the trace's own figures, where it has them
+    peak_hbm_bytes_per_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Device:
+        return cls(**{k: v for k, v in data.items() if k in _DEVICE_FIELDS})
+
+
+_DEVICE_FIELDS = frozenset(item.name for item in dataclasses.fields(Device))
+
+
 @dataclass(slots=True)
 class Finding:
     """One suspicious op (or whole-profile observation) found by a rule."""
@@ -232,7 +251,7 @@ def _optional_number(value: Any) -> float | None:
 
 @dataclass(slots=True)
 class Report:
-    device: dict[str, Any]
+    device: Device
     chip: dict[str, Any]
     steps: list[dict[str, Any]]
     summary: Summary
@@ -265,7 +284,7 @@ class Report:
                 "schema_version": self.schema_version,
                 "tool": {"name": "profan", "version": __version__},
                 "trace": self.trace,
-                "device": self.device,
+                "device": dataclasses.asdict(self.device),
                 "chip": self.chip,
                 "steps": self.steps,
                 "summary": self.summary.to_dict(),
@@ -300,7 +319,7 @@ class Report:
                 for f in data.get("findings", [])
             ]
             return cls(
-                device=dict(data["device"]),
+                device=Device.from_dict(dict(data["device"])),
                 chip=dict(data["chip"]),
                 steps=list(data["steps"]),
                 summary=Summary.from_dict(dict(data["summary"])),

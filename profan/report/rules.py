@@ -399,7 +399,7 @@ def _mxu_size(report: Report, config: RuleConfig) -> int:
     ("mxu_size", "mxu_device_kinds", "min_time_share"),
 )
 def small_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
-    if report.device.get("kind") not in config.mxu_device_kinds:
+    if report.device.kind not in config.mxu_device_kinds:
         return []
     mxu = _mxu_size(report, config)
     out = []
@@ -432,7 +432,7 @@ def small_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> li
     ("f32_matmul_device_kinds", "min_time_share"),
 )
 def f32_matmul(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
-    if report.device.get("kind") not in config.f32_matmul_device_kinds:
+    if report.device.kind not in config.f32_matmul_device_kinds:
         return []
     out = []
     for c in _significant(ops, config):

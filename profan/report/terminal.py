@@ -290,8 +290,7 @@ def render(
         out.append(f"{style('HLO'.ljust(8), 'yellow')} {no_hlo}")
     field(
         "device",
-        f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, "
-        f"{len(d.get('hosts') or [])} host(s))",
+        f"{d.count} × {d.type or d.kind} ({d.kind}, {len(d.hosts)} host(s))",
     )
     partial = report.trace.get("devices_partial")
     if partial:

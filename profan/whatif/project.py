@@ -82,7 +82,7 @@ def host_paced(report: Report) -> bool:
     """Whether the host issues the device's work op by op, so that its pace sets the step: a
     GPU whose kernels ran outside command buffers (CUDA graphs), and a CPU, where the devices
     are the host's own threads."""
-    kind = str(report.device.get("kind") or report.chip.get("kind") or "")
+    kind = str(report.device.kind or report.chip.get("kind") or "")
     if kind == "CPU":
         return True
     graphs = any("command buffers" in note for note in report.trace.get("notes", []))

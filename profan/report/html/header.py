@@ -220,9 +220,9 @@ def _no_hlo(report: Report) -> str:
 def header_html(report: Report) -> str:
     s, d, chip = report.summary, report.device, report.chip
     path = str(report.trace.get("path", ""))
-    hosts = len(d.get("hosts") or [])
+    hosts = len(d.hosts)
     facts = [
-        f"{d.get('count')} × {d.get('type') or d.get('kind')} ({d.get('kind')}, {hosts} host(s))",
+        f"{d.count} × {d.type or d.kind} ({d.kind}, {hosts} host(s))",
         f"chip {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
         f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device [source: "
         f"{chip.get('source')}]",
