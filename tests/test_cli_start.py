@@ -21,6 +21,8 @@ from profan.cli import COMMANDS, build_parser, chosen_command
 from .conftest import FIXTURES_DIR, REPO_ROOT
 
 HEAVY = ("numpy", "pandas", "matplotlib", "lark", "google.protobuf")
+# Modules of profan.commands that are no command: what several commands declare alike.
+SHARED = ("profan.commands.arguments",)
 MLP_HLO = FIXTURES_DIR / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
 
 
@@ -32,10 +34,16 @@ def _loaded(code: str, cache_dir: Path | None = None) -> dict[str, list[str]]:
         import json, sys
         print("LOADED " + json.dumps({
             "heavy": sorted(m for m in HEAVY if m in sys.modules),
-            "commands": sorted(m for m in sys.modules if m.startswith("profan.commands.")),
+            "commands": sorted(
+                m for m in sys.modules if m.startswith("profan.commands.") and m not in SHARED
+            ),
         }))
     """
-    program = f"HEAVY = {HEAVY!r}\n" + textwrap.dedent(code) + textwrap.dedent(report)
+    program = (
+        f"HEAVY = {HEAVY!r}\nSHARED = {SHARED!r}\n"
+        + textwrap.dedent(code)
+        + textwrap.dedent(report)
+    )
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
     )
