@@ -16,7 +16,7 @@ import pytest
 from profan.cache import store
 from profan.cli import main
 from profan.commands.report import render
-from profan.report import annotate, diff
+from profan.report import annotate, comparison, diff
 from profan.report.budget import (
     evaluate,
     github_annotations,
@@ -145,9 +145,17 @@ def test_cached_diff_is_byte_identical(
     monkeypatch.setenv("PROFAN_CACHE_DIR", str(cache))
     a, b = _trace(before), _trace(after)
     width = terminal_width(sys.stdout)
-    expected = diff.render(cold.of(before), cold.of(after), label_a=a, label_b=b, width=width)
-    for _ in range(2):
+    # each side labelled as profan diff labels it: its path, chip, devices and programs, all
+    # read from the cold report (b2cdb58)
+    label_a = f"{a}  ({comparison.side(cold.of(before), a).text()})"
+    label_b = f"{b}  ({comparison.side(cold.of(after), b).text()})"
+    expected = diff.render(
+        cold.of(before), cold.of(after), label_a=label_a, label_b=label_b, width=width
+    )
+    for _ in range(2):  # fills (or re-opens the reports stored above), then re-opens the text
         assert _out(["diff", a, b], capsys) == expected
+    store.clear(["reports"])  # both reports rebuilt from the stored profiles
+    assert _out(["diff", a, b], capsys) == expected
 
 
 def test_another_chip_or_rule_set_reuses_the_profile_not_the_report(
