@@ -20,11 +20,13 @@ import pytest
 
 import profan
 from profan.cache import keys, store, trust
-from profan.cache.grammars import open_grammar_cached
-from profan.cache.inputs import USER_CHIPS_ENV, USER_KERNELS_ENV, file_input, hlo_inputs
-from profan.cache.modules import cache_key, decode_module, encode_module
+from profan.cache.keys import file_input
 from profan.cli import main
 from profan.hlo import parse_file, views
+from profan.hlo.stored import cache_key, decode_module, encode_module
+from profan.hlo.stored_tables import open_grammar_cached
+from profan.report.stored import USER_CHIPS_ENV, USER_KERNELS_ENV
+from profan.trace.fingerprint import hlo_inputs
 
 LALR = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
 
@@ -216,7 +218,7 @@ def test_hlo_caches_reuse_entries_and_miss_on_damage(
 
 
 def test_module_key_changes_with_content_version_and_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    import profan.cache.modules as modules
+    import profan.hlo.stored as modules
 
     key = cache_key(b"HloModule m")
     assert cache_key(b"HloModule n") != key

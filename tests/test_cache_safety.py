@@ -17,9 +17,9 @@ import msgspec
 import pytest
 
 from profan.cache import store, trust
-from profan.cache.reports import read_output, write_output
 from profan.cli import main
 from profan.commands.check import CheckOutput
+from profan.report.stored import read_output, write_output
 
 # A budget the matmul fixture cannot meet: its check fails (exit 1).
 _FAILING_BUDGET = "[budget]\nmfu_min = 0.999\n"

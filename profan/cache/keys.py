@@ -232,3 +232,15 @@ def remote_fingerprint(info: dict[str, Any] | None) -> list[Any] | None:
     if not identity:
         return None
     return identity + [[name, str(info[name])] for name in _REMOTE_EXTRA if name in info]
+
+
+def file_input(file: Any) -> list[Any] | None:
+    """One file: a local path by its content hash, a remote object by its generation / ETag."""
+    if isinstance(file, Path):
+        try:
+            return ["local", file_digest(file)]
+        except OSError:
+            return None
+    info = file.info() if hasattr(file, "info") else None
+    found = remote_fingerprint(info)
+    return None if found is None else ["remote", str(file), found]

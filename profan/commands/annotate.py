@@ -6,7 +6,6 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from profan.api import TRACE_INPUTS
-from profan.cache.reports import read_text, text_key, write_report, write_text
 from profan.commands.arguments import add_trace_options
 from profan.outputs import write_stdout
 from profan.report.config import RuleConfig, load_rule_config
@@ -18,6 +17,7 @@ from profan.report.pipeline import (
     locate,
     reading_ahead,
 )
+from profan.report.stored import read_text, text_key, write_report, write_text
 
 if TYPE_CHECKING:
     from profan.report.model import Report

@@ -10,12 +10,12 @@ from pathlib import Path
 import msgspec
 
 from profan.api import TRACE_INPUTS
-from profan.cache.inputs import file_input
-from profan.cache.reports import read_output, text_key, write_output
+from profan.cache.keys import file_input
 from profan.commands.arguments import add_trace_options
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
 from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
+from profan.report.stored import read_output, text_key, write_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,7 @@ __getattr__ = lazy_exports(
 
 def parse_file(path: str | os.PathLike[str]) -> Module:
     """Parse an HLO text file; a repeated parse of an unchanged file comes from the cache."""
-    from profan.cache import cached_parse_file
+    from profan.hlo.stored import cached_parse_file
 
     return cached_parse_file(path)
 

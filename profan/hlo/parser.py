@@ -99,8 +99,8 @@ def parser_backend() -> str:
 
 @lru_cache(maxsize=1)
 def _parsers() -> tuple[Lark, Lark, ModelBuilder]:
-    # The LALR tables are kept between runs as data (profan.cache.grammars), never pickled.
-    from profan.cache.grammars import open_grammar_cached
+    # The LALR tables are kept between runs as data (profan.hlo.stored_tables), never pickled.
+    from profan.hlo.stored_tables import open_grammar_cached
 
     builder = ModelBuilder()
     plugins = _speedups()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from profan.cache import cached_module
 from profan.errors import TraceError
 from profan.hlo.model import Module
+from profan.hlo.stored import cached_module
 from profan.trace.discover import find_run
 from profan.trace.hloproto import decode_hlo_proto, module_from_proto_bytes
 from profan.trace.profile import DeviceInfo, Profile

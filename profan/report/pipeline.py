@@ -16,9 +16,11 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from profan.cache.inputs import events_key, seen_before
 from profan.cache.keys import digest_behind, finish_digests
-from profan.cache.reports import (
+from profan.cache.store import entry_exists, writing_behind
+from profan.errors import ConfigError, ProfanError, TraceError
+from profan.report.config import RuleConfig
+from profan.report.stored import (
     read_report,
     read_text,
     report_key,
@@ -26,10 +28,8 @@ from profan.cache.reports import (
     write_report,
     write_text,
 )
-from profan.cache.store import entry_exists, writing_behind
-from profan.errors import ConfigError, ProfanError, TraceError
-from profan.report.config import RuleConfig
 from profan.trace.discover import Run, find_run
+from profan.trace.fingerprint import events_key, seen_before
 from profan.trace.storage import file_url_path, is_remote
 
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
@@ -337,7 +337,7 @@ def report_for(
     """The report of a trace, or of a JSON report file (read back as it was written).
 
     ``use_cache``: reuse the report built before from the same inputs and options, and keep
-    this one (``profan.cache.reports``); the profile it is built from may come from the cache
+    this one (``profan.report.stored``); the profile it is built from may come from the cache
     too.  A report for a caller that knows the program's meshes is not cached.  ``page``: also
     what only the HTML page shows (``profan.report.page_data``; part of the key)."""
     progress = progress or Progress(False)
@@ -475,7 +475,7 @@ def _report(
 def cache_key(
     inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool = False
 ) -> str | None:
-    """The report cache's key for these inputs and options (``profan.cache.reports``; None
+    """The report cache's key for these inputs and options (``profan.report.stored``; None
     when an input cannot be fingerprinted).  No rule configuration means the defaults."""
     found = inputs.run
     rules = config or RuleConfig()

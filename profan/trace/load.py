@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profan.cache import cached_module
 from profan.errors import ProfanError, TraceError
 from profan.hlo.model import Module
+from profan.hlo.stored import cached_module
 from profan.trace.discover import Run, find_run
 from profan.trace.executors import (
     Progress,
@@ -419,7 +419,7 @@ def _modules(
 
 
 def _convert(data: bytes, where: str, use_cache: bool) -> Module:
-    """HloProto bytes -> Module, cached under the user's cache dir (see ``profan.cache``)."""
+    """HloProto bytes -> Module, cached under the user's cache dir (see ``profan.hlo.stored``)."""
 
     def build() -> Module:
         return module_from_proto_bytes(data, where=where)

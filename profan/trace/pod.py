@@ -37,18 +37,18 @@ from typing import Any
 
 import numpy as np
 
-from profan.cache.inputs import events_key, hlo_inputs, run_inputs, seen_before
 from profan.cache.keys import digest_behind, versioned
-from profan.cache.profiles import read_host_result, read_profile, write_host_result, write_profile
 from profan.errors import TraceError
 from profan.hlo.model import Module
 from profan.trace.discover import Run
 from profan.trace.executors import Progress, map_hosts, release_freed_memory
+from profan.trace.fingerprint import events_key, hlo_inputs, run_inputs, seen_before
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
 from profan.trace.prefetch import reading
 from profan.trace.profile import Profile
+from profan.trace.stored import read_host_result, read_profile, write_host_result, write_profile
 
 # ------------------------------------------------------------------------- reduced form
 

@@ -5,9 +5,9 @@ Entries live in the store (``profan.cache.store``) under ``hlo`` (parsed text) a
 back by ``msgspec`` into the model's own dataclasses (types checked; memoised views are left
 out and rebuilt on use): data, never code.  The key is the input's content hash, profan's
 version and a hash of the grammar and of the code that defines and builds the model
-(``profan/hlo``, the HloProto converter), narrower than the whole package on purpose: a change
-elsewhere in profan does not re-parse 50,000-line modules.  A damaged, foreign or undecodable
-entry is a miss.
+(``profan/hlo``, this codec among them; the HloProto converter), narrower than the whole
+package on purpose: a change elsewhere in profan does not re-parse 50,000-line modules.  A
+damaged, foreign or undecodable entry is a miss.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ def _code_hash() -> str:
         package = Path(__file__).parent.parent
         sources = [
             *sorted(package.joinpath("hlo").rglob("*.py")),
-            Path(__file__),  # this codec
             package / "trace" / "hloproto.py",
             package / "trace" / "hloattrs.py",  # the attribute texts hloproto builds with
         ]

@@ -1,4 +1,5 @@
-"""What a loaded trace or a built report is made from, as key parts (``profan.cache.keys``).
+"""What a loaded trace is made from, as cache key parts (``profan.cache.keys``): its run's host
+files and ``--hlo``; ``profan.report.stored`` keys a built report on them too.
 
 Each function returns a msgpack-able list naming every input and its content fingerprint, or
 None when one of them cannot be fingerprinted (unreadable, or a remote object its store says
@@ -13,27 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profan.cache.keys import file_digest, known_digest, remote_fingerprint, versioned
+from profan.cache.keys import file_input, known_digest, versioned
 
-# The environment variables that add user tables to the chip catalogue and to the kernel
-# registry (profan.chips.USER_CHIPS_ENV, profan.cost.kernels.USER_KERNELS_ENV; a test checks
-# they agree).  Named here so that a report found in the cache imports neither package.
-USER_CHIPS_ENV = "PROFAN_CHIPS"
-USER_KERNELS_ENV = "PROFAN_KERNELS"
 # Files of an XLA dump that --hlo reads (profan.trace.hlofiles), searched at any depth.
 HLO_PATTERNS = ("*after_optimizations.txt", "*before_optimizations.txt", "*.hlo")
-
-
-def file_input(file: Any) -> list[Any] | None:
-    """One file: a local path by its content hash, a remote object by its generation / ETag."""
-    if isinstance(file, Path):
-        try:
-            return ["local", file_digest(file)]
-        except OSError:
-            return None
-    info = file.info() if hasattr(file, "info") else None
-    found = remote_fingerprint(info)
-    return None if found is None else ["remote", str(file), found]
 
 
 def run_inputs(files: Mapping[str, Any], formats: Mapping[str, str]) -> list[Any] | None:
@@ -66,22 +50,6 @@ def hlo_inputs(hlo: str | os.PathLike[str] | None) -> list[Any] | None:
         if found is None:
             return None
         parts.append([file.relative_to(path).as_posix(), found])
-    return parts
-
-
-def user_tables() -> list[Any] | None:
-    """The user's chip and kernel tables in force (``--chips``/``--kernels`` or their
-    environment variables), by content."""
-    parts: list[Any] = []
-    for variable in (USER_CHIPS_ENV, USER_KERNELS_ENV):
-        value = os.environ.get(variable)
-        if not value:
-            parts.append([variable, None])
-            continue
-        found = file_input(Path(value))
-        if found is None:
-            return None
-        parts.append([variable, found])
     return parts
 
 

@@ -2,12 +2,12 @@
 form) and one pod host's reduced result (what the pod map sends back).
 
 A stored profile is its scalars and small tables in msgpack (device, unmatched reasons, notes,
-the cross-host view, each HLO module field by field as ``profan.cache.modules`` writes them)
+the cross-host view, each HLO module field by field as ``profan.hlo.stored`` writes them)
 and its tables (``ops``, ``steps``, ``async_ops``, ``kernels``) as raw columns
 (``profan.cache.frames``); the serialized HloProtos of the programs that ran are blobs as they
 are.  Reading one back checks every type (``msgspec``) and builds the tables on the entry's
 buffer: it costs a fraction of a read of the xplane it came from (``benchmarks/README.md``).
-Keys are made by the caller (``profan.trace.pod``) from ``profan.cache.inputs``.
+Keys are made by the caller (``profan.trace.pod``) from ``profan.trace.fingerprint``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import msgspec
 import numpy as np
 
 from profan.cache.frames import Table, Unsupported, decode_frame, encode_frame
-from profan.cache.modules import encoded_module
 from profan.cache.store import read_entry, write_entry
 from profan.hlo.model import Module
+from profan.hlo.stored import encoded_module
 from profan.trace.hosts import HostsAnalysis, HostSummary
 from profan.trace.profile import DeviceInfo, Profile, Unmatched
 
