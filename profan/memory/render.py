@@ -6,9 +6,9 @@ import html
 import json
 from collections.abc import Callable
 
+from profan.escape import escaped, markdown_code
 from profan.memory.model import MemoryReport, ProgramMemory
-from profan.report.escape import escaped, markdown_code
-from profan.report.format import percent, si
+from profan.units import percent, si
 
 TOP = 10
 _EXPLAIN_ESTIMATE = (

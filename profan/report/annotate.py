@@ -7,9 +7,9 @@ from collections import defaultdict
 from typing import Any
 
 from profan.errors import ConfigError
+from profan.escape import escaped, terminal
 from profan.hlo.model import Module
 from profan.hlo.printer import module_to_text
-from profan.report.escape import escaped, terminal
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
 from profan.report.terminal import ideal_lines, measured_lines, wait_lines

@@ -42,14 +42,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from profan.errors import ConfigError
-from profan.report.config import NonNegative, RuleConfig
-from profan.report.escape import (
+from profan.escape import (
     github_message,
     github_property,
     terminal,
     xml_attribute,
     xml_text,
 )
+from profan.report.config import NonNegative, RuleConfig
 from profan.report.format import percent, seconds
 from profan.report.hosts import host_checks
 from profan.report.keys import base_name, check_id, pair_ops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profan.report.escape import escaped, terminal
+from profan.escape import escaped, terminal
 from profan.report.format import percent, seconds
 from profan.report.keys import pair_ops
 from profan.report.memory import diff_lines as memory_diff_lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profan.report.escape import escaped, markdown_code, markdown_text
+from profan.escape import escaped, markdown_code, markdown_text
 from profan.report.format import (
     bytes_lines,
     comm_text,

@@ -14,10 +14,10 @@ import textwrap
 from typing import Any
 
 from profan.chips import Chip
+from profan.escape import markdown_code, markdown_text
 from profan.memory.analyze import analyze_profile
 from profan.memory.render import buffers_svg, size, timeline_svg
 from profan.report.config import RuleConfig
-from profan.report.escape import markdown_code, markdown_text
 from profan.report.format import percent
 from profan.report.model import Finding, Report
 from profan.report.rules import OpContext, rule

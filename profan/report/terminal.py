@@ -6,7 +6,7 @@ import os
 import sys
 from typing import IO, Any
 
-from profan.report.escape import escaped
+from profan.escape import escaped
 from profan.report.format import (
     bytes_lines,
     comm_text,
