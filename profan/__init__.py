@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
-from profan.lazy import lazy_exports
+from profan.lazy import callable_submodule, functions_over_submodules, lazy_exports
 from profan.version import __version__
 
 if TYPE_CHECKING:
@@ -57,17 +55,16 @@ def load(
     return _load(path, hlo=hlo, run=run, options=options, **fields)
 
 
-class _Package(types.ModuleType):
-    """``profan.capture`` is the function; the submodule of that name stays in ``sys.modules``
-    only.  Python sets a submodule as an attribute of its package when it is first imported,
-    which, now that it is imported lazily, would hide the function."""
+def _report(path: Any, **options: Any) -> Report:
+    """``profan.report(path, **options)``: ``profan.api.report``."""
+    from profan.api import report as _api_report
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "capture" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
+    return _api_report(path, **options)
 
 
-sys.modules[__name__].__class__ = _Package
+# ``profan.capture`` is the function (the submodule stays in ``sys.modules`` only), and the
+# package ``profan.report``, called, is the API's ``report``.
+functions_over_submodules(__name__, "capture")
+callable_submodule(__name__, "report", _report)
 
 __all__ = ["Capture", "Report", "ReportOptions", "__version__", "capture", "load", "report"]

@@ -8,11 +8,9 @@ re-opening a report from the cache needs) import without them.
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from profan.lazy import lazy_exports
+from profan.lazy import functions_over_submodules, lazy_exports
 
 if TYPE_CHECKING:
     from profan.trace.api import load
@@ -35,15 +33,5 @@ __all__ = ["OP_COLUMNS", "OP_DTYPES", "DeviceInfo", "LoadOptions", "Profile", "U
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
-class _Package(types.ModuleType):
-    """``profan.trace.load`` is the function; the submodule of that name (``load.py``) stays
-    in ``sys.modules`` only.  Python sets a submodule as an attribute of its package when it
-    is first imported, which, now that it is imported lazily, would hide the function."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "load" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+# ``profan.trace.load`` is the function; the submodule ``load.py`` stays in sys.modules only.
+functions_over_submodules(__name__, "load")
