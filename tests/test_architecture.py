@@ -1,10 +1,12 @@
-"""The package's shape: no import cycles between profan's modules, no private name imported
-across packages, no module past ~600 lines.
+"""The package's shape: profan's packages in layers, each importing only from its own layer or
+those below it; no import cycles between profan's modules nor between its packages; no private
+name imported across packages; no module past ~600 lines.
 
 Imports are read from the source (``ast``), function-local ones included (a local import that
 only hides a cycle is still a cycle); imports under ``if TYPE_CHECKING:`` are left out (they
-never run).  A "package" for the private-name rule is a top-level unit of profan: a subpackage
-(``profan.cost``, ``profan.report``, …) or a top-level module (``profan.roofline``).
+never run: they only name types for annotations, so a layer may name a type of a layer above
+it there).  A "package" for the layer and private-name rules is a top-level unit of profan: a
+subpackage (``profan.cost``, ``profan.report``, …) or a top-level module (``profan.units``).
 
 Known offenders that another helper is fixing are listed with the owner as expected failures;
 each has its own test id, so fixing one shows as XPASS until its entry is removed here.
@@ -29,6 +31,31 @@ LONG_FILES: dict[str, str] = {}
 KNOWN_CYCLES: dict[frozenset[str], str] = {
 }  # fmt: skip
 KNOWN_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}
+
+# profan's packages (top-level units, ``unit_of``) from the bottom up.  A unit imports only
+# units of its own layer or of layers below it, deferred (function-local) imports included:
+# data flows one way, from the inputs (HLO, traces) through the model (cost, roofline) to what
+# users read (reports) and the commands.  Within a layer, units may import one another (no
+# cycle: ``test_no_cycle_between_packages``).  Every unit has a layer: a new package says
+# where it sits by being added here.
+LAYERS: list[tuple[str, ...]] = [
+    # base: no profan domain type; anything may use them
+    ("errors", "version", "lazy", "paths", "units", "escape", "arrays", "beside", "gunzip",
+     "inputs", "tomlschema", "outputs"),
+    ("cache",),  # the store: keys, bytes, entries, trust, eviction; each package's codec calls it
+    ("hlo",),
+    ("chips", "cost"),
+    ("attribute",),
+    ("sharding",),
+    ("trace", "xprof"),
+    ("roofline",),
+    ("memory",),
+    ("report",),
+    ("whatif",),
+    ("export", "capture"),
+    ("api",),
+    ("commands", "cli", "pytest_plugin", "__main__", ""),  # "": profan's own __init__
+]  # fmt: skip
 
 
 def module_name(path: Path) -> str:
@@ -166,6 +193,30 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def layer_of(unit: str) -> int | None:
+    """The index in ``LAYERS`` of a unit (``profan.cost`` -> 3), None when it has none."""
+    name = unit.removeprefix("profan").removeprefix(".")
+    return next((i for i, layer in enumerate(LAYERS) if name in layer), None)
+
+
+def upward_imports(imports: list[Import]) -> list[Import]:
+    """Imports of a unit from a unit of a higher layer (units without a layer left out)."""
+    out = []
+    for imp in imports:
+        low, high = layer_of(unit_of(imp.target)), layer_of(unit_of(imp.importer))
+        if low is not None and high is not None and low > high:
+            out.append(imp)
+    return out
+
+
+def unit_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {unit_of(m): set() for m in MODULES}
+    for imp in ALL_IMPORTS:
+        if unit_of(imp.target) != unit_of(imp.importer):
+            graph[unit_of(imp.importer)].add(unit_of(imp.target))
+    return graph
+
+
 def private_imports() -> list[Import]:
     """``from profan.x import _name`` (or ``import profan.x._mod``) across top-level units."""
     out = []
@@ -215,6 +266,49 @@ def _cycle_params() -> list:
 @pytest.mark.parametrize("cycle", _cycle_params())
 def test_no_import_cycle(cycle: list[str] | None) -> None:
     assert cycle is None, f"import cycle between {', '.join(cycle)}"
+
+
+def test_every_package_has_one_layer() -> None:
+    units = {unit_of(m) for m in MODULES}
+    listed = [name for layer in LAYERS for name in layer]
+    assert len(listed) == len(set(listed)), "a unit listed in two layers"
+    assert not [u for u in sorted(units) if layer_of(u) is None], "units without a layer"
+    known = {("profan." + name).rstrip(".") for name in listed}
+    assert not known - units, f"stale LAYERS entries: {sorted(known - units)}"
+
+
+def test_layer_check_on_planted_imports() -> None:
+    """The check itself: an import from a higher layer is reported, deferred ones included;
+    one from the same or a lower layer is not."""
+    planted = [
+        Import("profan.memory.render", "profan.report.format", "percent", 1),  # memory < report
+        Import("profan.cache.store", "profan.hlo.model", "Module", 1),  # cache < hlo
+        Import("profan.report.build", "profan.memory.model", "MemoryReport", 1),  # downward
+        Import("profan.cost.flops", "profan.chips.peaks", None, 1),  # same layer
+    ]
+    assert upward_imports(planted) == planted[:2]
+    assert layer_of("profan") == len(LAYERS) - 1 and layer_of("profan.nothing") is None
+
+
+def _upward_params() -> list:
+    return [
+        pytest.param(imp, id=f"{imp.importer}:{imp.target}") for imp in upward_imports(ALL_IMPORTS)
+    ] or [pytest.param(None, id="none")]
+
+
+@pytest.mark.parametrize("imp", _upward_params())
+def test_no_upward_import_between_packages(imp: Import | None) -> None:
+    assert imp is None, (
+        f"{MODULES[imp.importer].relative_to(PACKAGE.parent)}:{imp.line} imports "
+        f"{imp.target}{'.' + imp.name if imp.name else ''}, a layer above "
+        f"{unit_of(imp.importer)} (tests/test_architecture.py LAYERS): move what both need "
+        "down, or hand it in from above"
+    )
+
+
+def test_no_cycle_between_packages() -> None:
+    found = cycles(unit_graph())
+    assert not found, f"import cycle between packages: {'; '.join(map(', '.join, found))}"
 
 
 def _private_params() -> list:
