@@ -11,7 +11,7 @@ from typing import Any
 
 from profan.cost.bytes import HBM_MEMORY_SPACE, counted_space
 from profan.cost.context import CostContext
-from profan.cost.kernels import KernelCall, KernelCost, cost_kernel
+from profan.cost.kernels import KernelCall, KernelCost, cost_kernel, find_rule
 from profan.cost.kernels.model import io_bytes
 from profan.cost.model import OpCost
 from profan.hlo.model import Instruction
@@ -66,6 +66,8 @@ def custom_call(instruction: Instruction, model: CostContext, cost: OpCost) -> O
     call = kernel_call(instruction, model)
     kernel = cost_kernel(call)
     if kernel.bytes_source == "cost-estimate" and counted_space() != HBM_MEMORY_SPACE:
-        # the kernel's stated bytes are its HBM traffic: another space moves its own arrays
-        kernel.bytes_read, kernel.bytes_written = io_bytes(call, {})
+        # the kernel's stated bytes are its HBM traffic: another space moves its own arrays,
+        # counted as the rule's model counts them (a scratch workspace result is not data)
+        rule = find_rule(call.target, None, call.name)
+        kernel.bytes_read, kernel.bytes_written = io_bytes(call, rule.params if rule else {})
     return apply(kernel, cost)

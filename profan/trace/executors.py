@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
@@ -173,8 +174,8 @@ def map_hosts(
     scheduler: str | None,
     progress: Progress,
 ) -> list[Any]:
-    """``function`` over ``tasks`` (one per host), results in task order.  A result that is a
-    ``(path, reason)`` tuple is a ``TraceError`` raised in the worker: raised here again."""
+    """``function`` over ``tasks`` (one per host), results in task order.  An error raised in
+    a worker is raised here (profan's errors pickle whole)."""
     results: list[Any] = [None] * len(tasks)
     collected = gc.isenabled()
     if len(tasks) > 1:
@@ -194,9 +195,6 @@ def map_hosts(
     finally:
         if not collected:
             gc.disable()
-    for result in results:
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
-            raise TraceError(*result)
     return results
 
 
@@ -359,7 +357,10 @@ def map_beside(function: Callable[[Task], Any], tasks: Sequence[Task]) -> list[A
     results = []
     for process, receive in started:
         try:
-            results.append(receive.recv())
+            found = receive.recv()
+            if isinstance(found, _Raised):
+                raise found.error
+            results.append(found)
         except EOFError:
             process.join()
             raise _share_died(process, tasks[len(results)]) from None
@@ -388,9 +389,20 @@ def _send_result(
 ) -> None:
     die_with_parent(parent)
     try:
-        send.send(function(task))
+        try:
+            result: Any = function(task)
+        except Exception as error:  # raised again in the parent (profan's errors pickle whole)
+            result = _Raised(error)
+        send.send(result)
     finally:
         send.close()
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """What a ``map_beside`` process sends back when its task raised."""
+
+    error: Exception
 
 
 def _map_on_dask(

@@ -57,15 +57,6 @@ def _read_one(task: ReadTask) -> HostTrace:
     return read_host_json(path, host)
 
 
-def _read_in_worker(task: ReadTask) -> HostTrace | tuple[str, str]:
-    # TraceError does not survive pickling (its constructor takes two arguments): send it back
-    # as (path, reason) and raise it again in the parent.
-    try:
-        return _read_one(task)
-    except TraceError as error:
-        return (error.path, error.reason)
-
-
 def _host_shares(
     tasks: list[ReadTask], sizes: list[int], workers: int | None, scheduler: str | None
 ) -> int:
@@ -118,14 +109,10 @@ def load_events(
     elif shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]
         parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
-        read = map_beside(_read_in_worker, parts)
-        for result in read:
-            if isinstance(result, tuple):
-                raise TraceError(*result)
-        hosts = [merge_parts(read)]
+        hosts = [merge_parts(map_beside(_read_one, parts))]  # a TraceError pickles whole
     else:
         hosts = map_hosts(
-            _read_in_worker, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
+            _read_one, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress
         )
     trim_heap()  # the readers' temporaries, before the tables are built
     if found.hlo_beside:

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 
 from profan.cache.keys import digest_behind, versioned
-from profan.errors import TraceError
 from profan.hlo.model import Module
 from profan.trace.discover import Run
 from profan.trace.executors import Progress, map_hosts, release_freed_memory
@@ -69,15 +68,12 @@ class HostResult:
 SUMMARY_COLUMNS = ("host", "device", "module_key", "op_name", "step", "start_s", "duration_s")
 
 
-def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult | tuple[str, str]:
+def summarize_file(task: tuple[str, str, str | None, bool]) -> HostResult:
     """Map task of the reduced form: read one host's file here and reduce it."""
     path, host, hlo, use_cache = task
-    try:
-        profile = load_events(
-            path, LoadOptions(hlo=hlo, workers=1, use_cache=use_cache), columns=SUMMARY_COLUMNS
-        )
-    except TraceError as error:
-        return (error.path, error.reason)
+    profile = load_events(
+        path, LoadOptions(hlo=hlo, workers=1, use_cache=use_cache), columns=SUMMARY_COLUMNS
+    )
     summary = summarize_host(host, profile.ops, profile.origin_ns, profile.instruction)
     durations = profile.steps["duration_s"].to_numpy(dtype=float) if len(profile.steps) else []
     result = HostResult(
