@@ -20,7 +20,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,10 @@ _REMOTE_IDENTITY = ("generation", "VersionId", "version_id", "ETag", "etag", "md
 _REMOTE_EXTRA = ("size", "mtime", "LastModified", "updated")
 
 _CODE_DIGEST: str | None = None
+# What this process learnt of files' digests, by stat index key: (stat signature, digest).  A
+# command takes each key's parts where it needs them (whether to read ahead, the lookup, the
+# store): the files are hashed, or looked up in the stat index, once.
+_KNOWN: dict[str, tuple[tuple[int, int, int, int, int], str]] = {}
 
 
 def digest(parts: Any) -> str:
@@ -55,31 +59,40 @@ def code_digest() -> str:
     (~1 ms instead of ~8)."""
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
-        files = _code_files()
-        signature = [[relative, *_signature(stat)] for relative, _, stat in files]
-        index_key = digest(["code", __version__, signature])
-        found = read_entry("inputs", index_key)
-        if found is not None:
-            try:
-                _CODE_DIGEST = _CODE_DECODER.decode(found[0])
-            except (msgspec.DecodeError, ValueError):
-                _CODE_DIGEST = None
-        if _CODE_DIGEST is None:
-            hasher = hashlib.sha256(__version__.encode())
-            for relative, path, _ in files:
-                hasher.update(relative.encode() + b"\0")
-                with open(path, "rb") as handle:
-                    hasher.update(handle.read())
-            _CODE_DIGEST = hasher.hexdigest()[:32]
-            newest_ns = max((max(s.st_mtime_ns, s.st_ctime_ns) for _, _, s in files), default=0)
-            if time.time_ns() - newest_ns > _RACY_NS:
-                write_entry("inputs", index_key, _CODE_DIGEST)
+        _CODE_DIGEST = sources_digest("code", _code_files())
     return _CODE_DIGEST
 
 
-def _code_files() -> list[tuple[str, str, os.stat_result]]:
-    """(name relative to the package's parent, path, stat) of every file ``code_digest``
-    covers, sorted by path."""
+def sources_digest(name: str, files: Sequence[tuple[str, str | os.PathLike[str]]]) -> str:
+    """SHA-256 of profan's version and of ``files`` ((name, path): the name, relative to the
+    package, is hashed with the content, so a key does not move with the checkout), recorded
+    in the stat index under ``name`` and the files' stat signatures and reused while none of
+    them changes.  The one scheme for a hash of profan's own code: the whole package
+    (``code_digest``) or the part an entry depends on (``profan.hlo.stored``)."""
+    stats = [(relative, path, os.stat(path)) for relative, path in files]
+    signature = [[relative, *_signature(stat)] for relative, _, stat in stats]
+    index_key = digest([name, __version__, signature])
+    found = read_entry("inputs", index_key)
+    if found is not None:
+        try:
+            return _CODE_DECODER.decode(found[0])
+        except (msgspec.DecodeError, ValueError):
+            pass
+    hasher = hashlib.sha256(__version__.encode())
+    for relative, path, _ in stats:
+        hasher.update(relative.encode() + b"\0")
+        with open(path, "rb") as handle:
+            hasher.update(handle.read())
+    content = hasher.hexdigest()[:32]
+    newest_ns = max((max(s.st_mtime_ns, s.st_ctime_ns) for _, _, s in stats), default=0)
+    if time.time_ns() - newest_ns > _RACY_NS:
+        write_entry("inputs", index_key, content)
+    return content
+
+
+def _code_files() -> list[tuple[str, str]]:
+    """(name relative to the package's parent, path) of every file ``code_digest`` covers,
+    sorted by path."""
     from profan.paths import PACKAGE_DIR
 
     files = []
@@ -90,7 +103,7 @@ def _code_files() -> list[tuple[str, str, os.stat_result]]:
     if grammars.is_dir() and not (PACKAGE_DIR / "grammars").is_dir():
         files += [str(path) for path in grammars.glob("*.lark")]
     skip = len(os.path.join(PACKAGE_DIR.parent, ""))  # every path starts with it
-    return [(path[skip:], path, os.stat(path)) for path in sorted(files)]
+    return [(path[skip:], path) for path in sorted(files)]
 
 
 def versioned(kind: str, parts: Any) -> str:
@@ -125,6 +138,7 @@ def _hash_and_record(
         return content, False
     if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
         write_entry("inputs", index_key, [list(signature), content])
+        _KNOWN[index_key] = (signature, content)
     return content, True
 
 
@@ -207,6 +221,9 @@ def _indexed_digest(
     """The file's stat signature, its index key, and the digest recorded for that signature."""
     signature = _signature(stat)
     index_key = digest(["input", str(file.resolve())])
+    known = _KNOWN.get(index_key)
+    if known is not None and known[0] == signature:
+        return signature, index_key, known[1]
     found = read_entry("inputs", index_key)
     if found is not None:
         try:
@@ -214,6 +231,7 @@ def _indexed_digest(
         except (msgspec.DecodeError, ValueError):
             recorded, content = None, ""
         if recorded == signature:
+            _KNOWN[index_key] = (signature, content)
             return signature, index_key, content
     return signature, index_key, None
 

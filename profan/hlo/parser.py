@@ -14,7 +14,6 @@ it is (the CLI reports it as an internal error, exit 3), never as the user's syn
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import re
 from functools import lru_cache
@@ -28,9 +27,6 @@ from profan.hlo.builder import ModelBuilder
 from profan.hlo.model import Instruction, Module
 from profan.hlo.tokens import LEAD, bare, position
 from profan.hlo.verify import verify_module
-from profan.paths import grammar_path
-
-_GRAMMAR_FILES = ("hlo.lark", "hlo_shape.lark")
 
 # Friendlier names for terminals in "expected one of" lists.
 _TERMINAL_NAMES = {
@@ -70,14 +66,6 @@ _TERMINAL_NAMES = {
     "CONSTANT": "constant",
     "$END": "end of input",
 }
-
-
-def grammar_hash() -> str:
-    """Hash of the grammar files: part of the parse-cache key."""
-    digest = hashlib.sha256()
-    for name in _GRAMMAR_FILES:
-        digest.update(grammar_path(name).read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def _speedups() -> dict[str, Any] | None:

@@ -21,10 +21,11 @@ from typing import Any
 
 import msgspec
 
-from profan.cache.keys import digest
+from profan.cache.keys import digest, sources_digest
 from profan.cache.store import read_entry, write_entry
 from profan.errors import HloSyntaxError
 from profan.hlo.model import Module
+from profan.paths import PACKAGE_DIR, grammar_path
 from profan.version import __version__
 
 _MODULE_DECODER = msgspec.msgpack.Decoder(Module)
@@ -33,22 +34,19 @@ _CODE_HASH: str | None = None
 
 
 def _code_hash() -> str:
-    """Grammar hash plus a hash of the code that builds and defines the model, so a cached
-    module never outlives a change to either (even within one profan version)."""
+    """A hash of the grammar and of the code that builds and defines the model
+    (``profan.cache.keys.sources_digest``), so a cached module never outlives a change to
+    either (even within one profan version)."""
     global _CODE_HASH
     if _CODE_HASH is None:
-        from profan.hlo.parser import grammar_hash
-
-        hasher = hashlib.sha256(grammar_hash().encode())
-        package = Path(__file__).parent.parent
-        sources = [
-            *sorted(package.joinpath("hlo").rglob("*.py")),
-            package / "trace" / "hloproto.py",
-            package / "trace" / "hloattrs.py",  # the attribute texts hloproto builds with
+        code = [
+            *sorted(PACKAGE_DIR.joinpath("hlo").rglob("*.py")),
+            PACKAGE_DIR / "trace" / "hloproto.py",
+            PACKAGE_DIR / "trace" / "hloattrs.py",  # the attribute texts hloproto builds with
         ]
-        for source in sources:
-            hasher.update(source.read_bytes())
-        _CODE_HASH = hasher.hexdigest()[:16]
+        grammars = sorted(grammar_path("hlo.lark").parent.glob("*.lark"))
+        named = [(path.relative_to(PACKAGE_DIR).as_posix(), path) for path in code]
+        _CODE_HASH = sources_digest("hlo-code", named + [(path.name, path) for path in grammars])
     return _CODE_HASH
 
 

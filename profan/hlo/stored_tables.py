@@ -14,7 +14,6 @@ tables.  A damaged or foreign entry is a miss: the tables are built again.
 from __future__ import annotations
 
 import gc
-import hashlib
 import sys
 from functools import cache
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from profan.cache.keys import digest
+from profan.cache.keys import digest, sources_digest
 from profan.cache.store import read_entry, write_entry
 
 # Options Lark takes when it loads tables rather than builds them (lark.lark._LOAD_ALLOWED_OPTIONS):
@@ -75,12 +74,10 @@ def _tagged(value: Any) -> Any:
 
 @cache
 def _grammar_files_digest(folder: str) -> str:
-    """Every grammar file of ``folder`` (names and contents), read once per process: the parser
-    opens three start rules of the same files."""
-    grammars = hashlib.sha256()
-    for path in sorted(Path(folder).glob("*.lark")):
-        grammars.update(path.name.encode() + b"\0" + path.read_bytes())
-    return grammars.hexdigest()
+    """Every grammar file of ``folder`` (names and contents), taken once per process: the
+    parser opens three start rules of the same files."""
+    files = sorted(Path(folder).glob("*.lark"))
+    return sources_digest("grammars", [(path.name, path) for path in files])
 
 
 def open_grammar_cached(name: str, **options: Any) -> Any:
