@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from profan.cache.store import read_entry, write_entry
+from profan.paths import cache_root
 from profan.version import __version__
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -40,10 +41,10 @@ _REMOTE_IDENTITY = ("generation", "VersionId", "version_id", "ETag", "etag", "md
 _REMOTE_EXTRA = ("size", "mtime", "LastModified", "updated")
 
 _CODE_DIGEST: str | None = None
-# What this process learnt of files' digests, by stat index key: (stat signature, digest).  A
-# command takes each key's parts where it needs them (whether to read ahead, the lookup, the
-# store): the files are hashed, or looked up in the stat index, once.
-_KNOWN: dict[str, tuple[tuple[int, int, int, int, int], str]] = {}
+# What this process learnt of files' digests, by cache directory and stat index key: (stat
+# signature, digest).  A command takes each key's parts where it needs them (whether to read
+# ahead, the lookup, the store): the files are hashed, or looked up in the stat index, once.
+_KNOWN: dict[tuple[str, str], tuple[tuple[int, int, int, int, int], str]] = {}
 
 
 def digest(parts: Any) -> str:
@@ -93,7 +94,7 @@ def sources_digest(name: str, files: Sequence[tuple[str, str | os.PathLike[str]]
 def _code_files() -> list[tuple[str, str]]:
     """(name relative to the package's parent, path) of every file ``code_digest`` covers,
     sorted by path."""
-    from profan.paths import PACKAGE_DIR
+    from profan.paths import PACKAGE_DIR  # (read when called: a test points it at a copy)
 
     files = []
     for folder, subfolders, names in os.walk(PACKAGE_DIR):
@@ -138,7 +139,7 @@ def _hash_and_record(
         return content, False
     if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _RACY_NS:
         write_entry("inputs", index_key, [list(signature), content])
-        _KNOWN[index_key] = (signature, content)
+        _KNOWN[cache_root().as_posix(), index_key] = (signature, content)
     return content, True
 
 
@@ -221,7 +222,7 @@ def _indexed_digest(
     """The file's stat signature, its index key, and the digest recorded for that signature."""
     signature = _signature(stat)
     index_key = digest(["input", str(file.resolve())])
-    known = _KNOWN.get(index_key)
+    known = _KNOWN.get((cache_root().as_posix(), index_key))
     if known is not None and known[0] == signature:
         return signature, index_key, known[1]
     found = read_entry("inputs", index_key)
@@ -231,7 +232,7 @@ def _indexed_digest(
         except (msgspec.DecodeError, ValueError):
             recorded, content = None, ""
         if recorded == signature:
-            _KNOWN[index_key] = (signature, content)
+            _KNOWN[cache_root().as_posix(), index_key] = (signature, content)
             return signature, index_key, content
     return signature, index_key, None
 
