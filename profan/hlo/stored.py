@@ -111,7 +111,8 @@ def module_fields(module: Module) -> dict[str, Any]:
             return found
         return {name: plain(getattr(value, name)) for name in names[1]}
 
-    return plain(module)
+    fields: dict[str, Any] = plain(module)
+    return fields
 
 
 _PUBLIC_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}

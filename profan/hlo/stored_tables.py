@@ -104,7 +104,8 @@ def open_grammar_cached(name: str, **options: Any) -> Any:
     tables = _read_tables(key)
     if tables is not None:
         try:
-            return Lark._load_from_dict(tables["data"], tables["memo"], **at_load)
+            # (lark leaves it unannotated: profan.hlo is checked strictly)
+            return Lark._load_from_dict(tables["data"], tables["memo"], **at_load)  # type: ignore[no-untyped-call]
         except Exception:  # tables Lark cannot load are a miss: built again below
             pass
     parser = open_grammar(name, **options)
