@@ -204,8 +204,9 @@ def op_table(
         if report.ops[index].note:
             for line in para(f"note: {report.ops[index].note}", width, indent=2, hang=6):
                 lines.append(style(line, "dim"))
-        if report.ops[index].kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
-            lines.append(style(kernel_line(report.ops[index].kernels, width), "dim"))
+        kernels = report.ops[index].kernels
+        if kernels:  # GPU: the op's heaviest kernel (JSON: all of them)
+            lines.append(style(kernel_line(kernels, width), "dim"))
     if not rows:
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
