@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError, Message
 
 from profan.errors import TraceError
 from profan.hlo.model import (
+    UNBOUNDED_DIM,
     Computation,
     FileLocation,
     Instruction,
@@ -32,6 +33,9 @@ from profan.trace.hloattrs import _attributes, _ints, _literal, frontend_attribu
 from profan.trace.schema import load_schema
 
 _COMBINED_DIMENSION = -(2**63)  # a tile dimension printed as '*'
+# XLA stores an unbounded dynamic dimension ('?') as Shape::kUnboundedSize, INT64_MIN; the
+# model holds it as UNBOUNDED_DIM, as the text parser does.
+_UNBOUNDED_SIZE = -(2**63)
 
 
 @cache
@@ -117,6 +121,11 @@ def _shape(proto: Message) -> Shape:
         return Shape(dtype)
     dims = tuple(proto.dimensions)
     dynamic = tuple(proto.is_dynamic_dimension) or (False,) * len(dims)
+    if _UNBOUNDED_SIZE in dims:
+        dims = tuple(
+            UNBOUNDED_DIM if d == _UNBOUNDED_SIZE and index < len(dynamic) and dynamic[index] else d
+            for index, d in enumerate(dims)
+        )
     layout = _layout(proto.layout, len(dims)) if proto.HasField("layout") else None
     return Shape(dtype, dims, dynamic, layout)
 
