@@ -524,10 +524,10 @@ class ModelBuilder:
 
     # -- stack-frame tables -------------------------------------------------------------------
     def file_names(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
-        return "file_names", id_table(children, unquote)
+        return "file_names", id_table(children, lambda token: unquote(bare(token)))
 
     def function_names(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
-        return "function_names", id_table(children, unquote)
+        return "function_names", id_table(children, lambda token: unquote(bare(token)))
 
     def file_locations(self, children: list[Any]) -> tuple[str, dict[int, Any]]:
         def row(token: Token) -> FileLocation:

@@ -25,7 +25,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from profan.errors import HloSyntaxError
 from profan.hlo.builder import ModelBuilder
 from profan.hlo.model import Instruction, Module
-from profan.hlo.tokens import LEAD, bare, position
+from profan.hlo.tokens import LEAD, MAX_INT_DIGITS, bare, position
 from profan.hlo.verify import verify_module
 
 # Friendlier names for terminals in "expected one of" lists.
@@ -223,10 +223,33 @@ def _syntax_error(error: Exception, text: str, file: str | None) -> HloSyntaxErr
     return _translate(found, text, file)
 
 
+# A run of digits longer than Python converts (4,300) anywhere in the text, strings included
+# (backend_config's JSON is parsed too): refused once, before the parse, rather than at each of
+# the places that convert numbers.
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1},}}")
+
+
+def _refuse_long_numbers(text: str, file: str | None) -> None:
+    found = _LONG_DIGITS.search(text)
+    if found is None:
+        return
+    start = found.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    raise HloSyntaxError(
+        f"number too long ({found.end() - start} digits)",
+        file=file,
+        line=line,
+        column=column,
+        text=_line_text(text, line),
+    )
+
+
 def parse_module(text: str, *, file: str | None = None) -> Module:
     """Parse a whole HLO module (``HloModule name, ...`` and its computations)."""
     if not isinstance(text, str):
         raise HloSyntaxError("HLO text must be a str", file=file)
+    _refuse_long_numbers(text, file)
     module_parser, _, builder = _parsers()
     builder.reset()
     builder.text = text
@@ -252,6 +275,7 @@ def parse_instruction(line: str) -> Instruction:
     """Parse one instruction line as XProf or a dump shows it (``%x = f32[2]{0} add(...)...``)."""
     if not isinstance(line, str):
         raise HloSyntaxError("HLO text must be a str")
+    _refuse_long_numbers(line, None)
     _, line_parser, builder = _parsers()
     builder.reset()
     builder.single_line = True

@@ -17,6 +17,7 @@ from lark.exceptions import LarkError
 
 from profan.errors import HloSyntaxError
 from profan.hlo.model import UNBOUNDED_DIM, Layout, Shape
+from profan.hlo.tokens import too_long
 from profan.paths import open_grammar
 
 # dtype[static dims]{minor_to_major[:tiles][E(n)][S(n)]}: the forms nearly every shape takes.
@@ -31,8 +32,17 @@ _TILE = re.compile(r"\(([\d,]*)\)")
 _SHAPE_PARSER: Lark | None = None
 
 
+def _int(text: str) -> int:
+    """One integer of a shape; a number too long to convert is a syntax error (one beyond
+    int64 is the verifier's: its message names the dimension)."""
+    reason = too_long(text)
+    if reason is not None:
+        raise HloSyntaxError(reason, text=text[:40] + "…")
+    return int(text)
+
+
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",")) if text else ()
+    return tuple(_int(part) for part in text.split(",")) if text else ()
 
 
 def _fast_decode(text: str) -> Shape | None:
@@ -47,8 +57,8 @@ def _fast_decode(text: str) -> Shape | None:
     layout = Layout(
         minor_to_major=_ints(m2m_text),
         tiles=tiles,
-        element_size_bits=int(element_text) if element_text is not None else None,
-        memory_space=int(space_text) if space_text is not None else 0,
+        element_size_bits=_int(element_text) if element_text is not None else None,
+        memory_space=_int(space_text) if space_text is not None else 0,
     )
     return Shape(dtype, dims, (False,) * len(dims), layout)
 

@@ -20,6 +20,12 @@ LEAD_CHARS = frozenset(" \t\r\n\f\v/")
 COMMENT = re.compile(r"/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*")
 COMMENT_OR_STRING = re.compile(r'("(?:[^"\\]|\\.)*")|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*')
 INT_FIELD = re.compile(r"(\w+)=(-?\d+)")
+# XLA reads the integers of ids, lines and columns as int64.
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+# Python converts at most 4,300 digits to an int (sys.int_info.default_max_str_digits); a
+# number longer than that is refused before any conversion.
+MAX_INT_DIGITS = 4300
 
 
 def is_token(item: Any) -> bool:
@@ -59,14 +65,36 @@ def strip_comments(text: str) -> str:
     return COMMENT_OR_STRING.sub(lambda m: m.group(1) or "", text)
 
 
+def too_long(digits: str) -> str | None:
+    """Why an integer's text is refused before it is converted, or ``None``."""
+    count = len(digits) - (digits[:1] in ("-", "+"))
+    return f"number too long ({count} digits)" if count > MAX_INT_DIGITS else None
+
+
+def int64_at(token: Any, text: str, offset: int = 0) -> int:
+    """The int64 written as ``text`` at ``offset`` in ``token``'s text proper; a
+    positioned ``HloSyntaxError`` when it is too long or beyond int64 (as XLA's parser)."""
+    reason = too_long(text)
+    if reason is None:
+        value = int(text)
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        reason = f"{text} is beyond int64"
+    raise error_at(token, reason, offset)
+
+
 def int_fields(token: Token) -> dict[str, int]:
-    return {key: int(value) for key, value in INT_FIELD.findall(value_of(token))}
+    text = bare(token)
+    return {
+        match.group(1): int64_at(token, match.group(2), match.start(2))
+        for match in INT_FIELD.finditer(text)
+    }
 
 
 def id_table(children: list[Any], convert: Any) -> dict[int, Any]:
     rows: dict[int, Any] = {}
     for id_token, value in zip(children[1::2], children[2::2], strict=True):
-        rows[int(bare(id_token))] = convert(bare(value))
+        rows[int64_at(id_token, bare(id_token).rstrip())] = convert(value)
     return rows
 
 
@@ -84,6 +112,14 @@ def position(token: Any) -> tuple[int | None, int | None]:
     return line, column + len(lead)
 
 
-def error_at(token: Any, reason: str) -> HloSyntaxError:
+def error_at(token: Any, reason: str, offset: int = 0) -> HloSyntaxError:
+    """A syntax error at ``token`` (``offset`` characters into its text proper)."""
     line, column = position(token)
+    if offset and line is not None and column is not None:
+        before = bare(token)[:offset]
+        newlines = before.count("\n")
+        if newlines:
+            line, column = line + newlines, len(before) - before.rindex("\n")
+        else:
+            column += offset
     return HloSyntaxError(reason, line=line, column=column)

@@ -9,7 +9,7 @@ import math
 import re
 
 from profan.hlo.devices.reader import MAX_DEVICES
-from profan.hlo.model import UNBOUNDED_DIM, Module, Shape
+from profan.hlo.model import UNBOUNDED_DIM, Layout, Module, Shape
 from profan.hlo.verify.problem import Problem, dims_text
 
 INT64_MAX = (1 << 63) - 1
@@ -36,6 +36,10 @@ def _array_problem(shape: Shape) -> str | None:
             "or byte count is beyond int64"
         )
     layout = shape.layout
+    if layout is not None:
+        beyond = _layout_beyond_int64(layout)
+        if beyond is not None:
+            return f"layout of {shape.dtype}{dims_text(shape.dims)}: {beyond} is beyond int64"
     if layout is not None and sorted(layout.minor_to_major) != list(range(len(shape.dims))):
         return (
             f"layout minor_to_major {{{','.join(map(str, layout.minor_to_major))}}} is not a "
@@ -43,6 +47,22 @@ def _array_problem(shape: Shape) -> str | None:
             f"{shape.dtype}{dims_text(shape.dims)}"
         )
     return None
+
+
+def _layout_beyond_int64(layout: Layout) -> int | None:
+    """A number of the layout (XLA's are int64) beyond int64, or ``None``."""
+    numbers = [*layout.minor_to_major, *(d for tile in layout.tiles for d in tile if d is not None)]
+    numbers += (
+        value
+        for value in (
+            layout.element_size_bits,
+            layout.memory_space,
+            layout.tail_padding_alignment,
+            layout.dynamic_shape_metadata_prefix_bytes,
+        )
+        if value is not None
+    )
+    return next((n for n in numbers if n > INT64_MAX), None)
 
 
 def shape_problem(shape: Shape) -> str | None:
@@ -82,6 +102,8 @@ def module_shape_problem(module: Module) -> Problem | None:
 _IOTA_GROUPS = re.compile(r"\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*<=")
 _MESH_AXIS = re.compile(r"=\s*(\d+)")
 _NUMBER = re.compile(r"\d+")
+# More digits than any int64 has: never converted (Python refuses past 4,300 digits).
+_LONG_NUMBER = re.compile(r"\d{20,}")
 
 
 def group_devices(value: str) -> int | None:
@@ -112,6 +134,11 @@ def group_problem(module: Module) -> Problem | None:
             value = instruction.attributes.get("replica_groups")
             if value is None:
                 continue
+            long_number = _LONG_NUMBER.search(value)
+            if long_number is not None:
+                digits = len(long_number.group(0))
+                reason = f"replica_groups hold a number of {digits} digits, beyond int64"
+                return Problem(computation.name, instruction.name, reason, "replica_groups")
             devices = group_devices(value)
             if devices is not None and devices > bound:
                 reason = (
