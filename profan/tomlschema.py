@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from profan.errors import ConfigError
+from profan.escape import terminal
 from profan.inputs import check_input
 
 T = TypeVar("T")
@@ -38,6 +39,10 @@ Syntax = Literal["toml", "json"]
 # Deeper than any file profan writes or reads (a JSON report nests about 6 levels); bounded so
 # that a hostile file is an error, not a RecursionError.
 MAX_NESTING = 64
+# More digits than Python converts to an int (sys.int_info.default_max_str_digits).
+_LONG_DIGITS = re.compile(r"\d{4301,}")
+_JSON_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
+_TOML_KEY = re.compile(r"^[ \t]*([^=\n#\[][^=\n]*?)[ \t]*=", re.MULTILINE)
 _TOML_WHERE = re.compile(r"^(?P<what>.*?) \(at (?:line (?P<line>\d+), column (?P<col>\d+)|"
                          r"(?P<end>end of document))\)$")  # fmt: skip
 
@@ -66,6 +71,10 @@ def decode_config(data: bytes, *, origin: str, what: str, syntax: Syntax) -> Any
         raise ConfigError(
             f"{origin}: {what} nests deeper than {MAX_NESTING} levels (profan's files nest a few)"
         ) from None
+    except ValueError:
+        # the decoders' syntax errors are ConfigError already: what is left is an integer past
+        # Python's conversion limit (4,300 digits)
+        raise _number_too_long(text, origin, syntax) from None
     _check_values(document, origin, what)
     return document
 
@@ -100,6 +109,22 @@ def _utf8_text(data: bytes, origin: str, what: str) -> str:
             "byte-order mark?); expected UTF-8 text"
         )
     return text
+
+
+def _number_too_long(text: str, origin: str, syntax: Syntax) -> Exception:
+    """The error for the first integer of ``text`` longer than Python converts, naming its
+    line, column and key; a ``ValueError`` with no such integer is a bug, returned as it is."""
+    found = _LONG_DIGITS.search(text)
+    if found is None:
+        return ValueError(f"{origin}: {syntax} decoder failed")
+    line, column = _position(text, found.start())
+    keys = (_JSON_KEY if syntax == "json" else _TOML_KEY).findall(text, 0, found.start())
+    key = f"{terminal(keys[-1].strip()[:100])}: " if keys else ""
+    digits = found.end() - found.start()
+    return ConfigError(
+        f"{origin}:{line}:{column}: {key}number too long ({digits} digits; profan's numbers "
+        "have a few)"
+    )
 
 
 def _position(text: str, index: int) -> tuple[int, int]:
