@@ -17,6 +17,7 @@ from profan.hlo import parse_file
 from profan.hlo.parser import parse_module
 from profan.memory.estimate import ESTIMATE_NOTE, allocation_bytes, estimate
 from profan.memory.heap import ALLOC, FREE, SHARE_WITH, HeapEvent, replay
+from tests.test_hlo_verify import VERIFIER_REJECTS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -159,14 +160,15 @@ def test_synthetic_heap_replay_reports_bad_logs() -> None:
 @pytest.mark.corpus
 def test_estimate_on_every_corpus_module_xla_accepts(corpus_dir: Path) -> None:
     """4,457 modules from XLA's tests and benchmarks (most unscheduled, some with shapes left
-    out): the estimate never fails, never goes negative, and what it lists at the peak adds up
-    to the peak (less only the temporaries of called computations, which it says)."""
+    out; less the 3 XLA's shape inference refuses, which profan refuses too): the estimate
+    never fails, never goes negative, and what it lists at the peak adds up to the peak (less
+    only the temporaries of called computations, which it says)."""
     root = corpus_dir / "hlo" / "xla"
     rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
     checked = 0
     for row in rows:
-        if not row.get("xla_parses"):
-            continue
+        if not row.get("xla_parses") or row["file"] in VERIFIER_REJECTS:
+            continue  # (VERIFIER_REJECTS: XLA's shape inference refuses them, as profan does)
         memory = estimate(parse_file(root / row["file"]))
         assert min(memory.argument_bytes, memory.output_bytes, memory.temp_bytes) >= 0
         listed = sum(b.size_bytes for b in memory.live_at_peak)
@@ -174,4 +176,4 @@ def test_estimate_on_every_corpus_module_xla_accepts(corpus_dir: Path) -> None:
         if listed < memory.peak_bytes:
             assert any("called computations" in n for n in memory.notes), row["file"]
         checked += 1
-    assert checked == 4457
+    assert checked == 4457 - len(VERIFIER_REJECTS)
