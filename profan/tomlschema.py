@@ -18,7 +18,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -39,6 +39,14 @@ Syntax = Literal["toml", "json"]
 # Deeper than any file profan writes or reads (a JSON report nests about 6 levels); bounded so
 # that a hostile file is an error, not a RecursionError.
 MAX_NESTING = 64
+# A hand-written TOML configuration is a few kilobytes; past this it is refused before it is
+# decoded (a megabyte-long glob would take fnmatch seconds per op).  JSON files are reports
+# profan wrote (baselines, ``--format json``): a large model's run far past this, not capped.
+MAX_TOML_BYTES = 1 << 20
+# A glob's (``[[budget.ops]] match``, a kernel's ``targets``/``names``) length bound: fnmatch's
+# time and memory grow with it; the longest name a pattern has reason to spell is far shorter.
+MAX_PATTERN = 1000
+Pattern = Annotated[str, msgspec.Meta(max_length=MAX_PATTERN)]
 # More digits than Python converts to an int (sys.int_info.default_max_str_digits).
 _LONG_DIGITS = re.compile(r"\d{4301,}")
 _JSON_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
@@ -50,15 +58,21 @@ _TOML_WHERE = re.compile(r"^(?P<what>.*?) \(at (?:line (?P<line>\d+), column (?P
 def read_config(path: str | Path, *, what: str, syntax: Syntax) -> Any:
     """The decoded document of the configuration file ``path`` (``syntax``: TOML or JSON).
 
-    Unreadable files, text that is not strict UTF-8, syntax errors, nesting deeper than
-    ``MAX_NESTING`` and numbers that are not finite all raise ``ConfigError`` naming the file and
-    where in it (line:column, or the key)."""
+    Unreadable files, TOML files larger than ``MAX_TOML_BYTES``, text that is not strict UTF-8,
+    syntax errors, nesting deeper than ``MAX_NESTING`` and numbers that are not finite all raise
+    ``ConfigError`` naming the file and where in it (line:column, or the key)."""
     path = Path(path)
     check_input(path, what)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_TOML_BYTES + 1) if syntax == "toml" else file.read()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    if syntax == "toml" and len(data) > MAX_TOML_BYTES:
+        raise ConfigError(
+            f"{path}: {what} is larger than {MAX_TOML_BYTES // (1 << 20)} MiB (the cap on a TOML "
+            "configuration file; profan's are a few kilobytes)"
+        )
     return decode_config(data, origin=str(path), what=what, syntax=syntax)
 
 

@@ -121,3 +121,43 @@ def test_synthetic_config_number_past_the_conversion_limit_is_an_error(
     assert f"{path}{where}" in line and "number too long (5001 digits" in line, line
     if option == "--budget":
         assert "max_suspicious: number too long" in line, line
+
+
+def test_synthetic_budget_file_past_the_size_cap_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fixtures_dir: Path
+) -> None:
+    # a megabyte-long [[budget.ops]] glob took fnmatch 10.7 s and 253 MB per op: a TOML file
+    # past 1 MiB is refused before it is decoded, naming the file and the cap
+    path = tmp_path / "synthetic-budget.toml"
+    path.write_text('[budget]\n[[budget.ops]]\nmatch = "' + "*a" * (1 << 19) + '"\n')
+    assert main(["check", str(fixtures_dir / "matmul"), "--budget", str(path)]) == EXIT_BAD_INPUT
+    line = _error_line(capsys)
+    assert line.startswith(f"profan: error: {path}: the budget is larger than 1 MiB"), line
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "text", "key"),
+    [
+        ("check", "--budget", '[budget]\n[[budget.ops]]\nmatch = "{}"\n', "budget.ops[0].match"),
+        ("report", "--kernels", '[kernels.k]\ntargets = ["{}"]\nmodel = "opaque"\n',
+         "kernels.k.targets[0]"),
+    ],
+)  # fmt: skip
+def test_synthetic_glob_past_the_length_cap_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fixtures_dir: Path,
+    command: str,
+    option: str,
+    text: str,
+    key: str,
+) -> None:
+    path = tmp_path / "synthetic.toml"
+    argv = [command, str(fixtures_dir / "matmul"), option, str(path)]
+    path.write_text(text.replace("{}", "*a" * 500 + "*"))  # 1,001 characters
+    assert main(argv) == EXIT_BAD_INPUT
+    line = _error_line(capsys)
+    assert f"{path}: {key}: must be a string of length <= 1000" in line, line
+    # 1,000 characters are a pattern like any other
+    path.write_text(text.replace("{}", "*a" * 500))
+    assert main(argv) != EXIT_BAD_INPUT, capsys.readouterr().err

@@ -55,7 +55,7 @@ from profan.report.hosts import host_checks
 from profan.report.keys import base_name, check_id, pair_ops
 from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
-from profan.tomlschema import convert, read_toml
+from profan.tomlschema import Pattern, convert, read_toml
 
 _STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
@@ -64,7 +64,7 @@ class OpBudget(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[[budget.ops]]``: limits on the ops whose name (``program/name``) or opcode match a
     glob, or whose JAX scope does (``scope:GLOB``)."""
 
-    match: str
+    match: Pattern  # at most MAX_PATTERN characters: fnmatch's time grows with a glob
     max_time_s: NonNegative | None = None  # the matching ops per step (mean), per device
     min_efficiency: NonNegative | None = None  # each matching op
 

@@ -18,7 +18,7 @@ from profan.cost.kernels import attention, blocked, gemm, opaque
 from profan.cost.kernels.model import KernelCall, KernelCost, Params, ParamValue
 from profan.errors import ConfigError
 from profan.paths import data_path
-from profan.tomlschema import convert, read_named_tables
+from profan.tomlschema import Pattern, convert, read_named_tables
 
 REGISTRY_FILE = "kernels.toml"
 USER_KERNELS_ENV = "PROFAN_KERNELS"
@@ -43,14 +43,14 @@ params = {{ causal = true }}
 class KernelEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One ``[kernels.NAME]`` table of a kernel file."""
 
-    targets: list[str]
+    targets: list[Pattern]
     model: ModelName
     description: str = ""
     source: str = ""
     params: dict[str, ParamValue] = {}
     # kernel-name patterns, for targets many kernels share (every Pallas TPU kernel is a
     # ``tpu_custom_call``): the entry matches only a call whose kernel name fits one
-    names: list[str] = []
+    names: list[Pattern] = []
 
 
 @dataclass(frozen=True, slots=True)
