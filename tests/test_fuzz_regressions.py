@@ -161,3 +161,23 @@ def test_synthetic_glob_past_the_length_cap_is_refused(
     # 1,000 characters are a pattern like any other
     path.write_text(text.replace("{}", "*a" * 500))
     assert main(argv) != EXIT_BAD_INPUT, capsys.readouterr().err
+
+
+def test_synthetic_plane_names_with_controls_are_escaped_in_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fixtures_dir: Path
+) -> None:
+    # 'no op executions ... (planes found: ...)' printed the trace's plane names raw: a control
+    # character in one reached the terminal
+    from profan.trace.schema import load_schema
+
+    (source,) = (fixtures_dir / "matmul" / "trace").rglob("*.xplane.pb")
+    space = load_schema("xplane.proto")["tensorflow.profiler.XSpace"]()
+    space.ParseFromString(source.read_bytes())
+    for index, plane in enumerate(space.planes):
+        plane.name = f"\x08\r\x1b[31m\x1b]0;t\x07plane{index}\n"
+    path = tmp_path / "synthetic.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["report", "--no-cache", str(path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not any(c < " " for c in err.rstrip("\n")), repr(err)
+    assert "(planes found: \\x08\\r\\x1b[31m\\x1b]0;t\\x07plane0\\n" in err, err

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.errors import ProfanError, TraceError
+from profan.escape import terminal
 from profan.hlo.model import Module
 from profan.hlo.stored import cached_module
 from profan.trace.discover import Run, find_run
@@ -132,7 +133,8 @@ def load_events(
             _attribute_graph_kernels(host, modules, keys_by_program, keys_by_name, notes)
     with_ops = [h for h in hosts if h.ops]
     if not with_ops:
-        planes = ", ".join(sorted({p for h in hosts for p in h.planes})) or "none"
+        # plane names are the trace's: a control character in one is shown, not sent
+        planes = ", ".join(sorted({terminal(p) for h in hosts for p in h.planes})) or "none"
         raise TraceError(
             str(path),
             "no op executions in the trace: no /device:TPU or /device:GPU plane with op events "
