@@ -181,3 +181,32 @@ def test_synthetic_plane_names_with_controls_are_escaped_in_the_error(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and not any(c < " " for c in err.rstrip("\n")), repr(err)
     assert "(planes found: \\x08\\r\\x1b[31m\\x1b]0;t\\x07plane0\\n" in err, err
+
+
+@pytest.mark.parametrize(
+    ("fixture", "plane"), [("gpu_kernels", "/device:GPU:0"), ("matmul", "/host:CPU")]
+)
+def test_synthetic_hlo_op_naming_no_stat_metadata_is_no_op_execution(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fixtures_dir: Path, fixture: str, plane: str
+) -> None:
+    # an hlo_op stat held as a reference to no stat metadata made the op's name NaN, and the
+    # report fell over it (exit 3): such an event is left out, with a note saying how many
+    from profan.trace.schema import load_schema
+
+    (source,) = (fixtures_dir / fixture / "trace").rglob("*.xplane.pb")
+    space = load_schema("xplane.proto")["tensorflow.profiler.XSpace"]()
+    space.ParseFromString(source.read_bytes())
+    (target,) = [p for p in space.planes if p.name == plane]
+    (hlo_op,) = [key for key, meta in target.stat_metadata.items() if meta.name == "hlo_op"]
+    dangling = max(target.stat_metadata) + 1000
+    stats = [
+        s for line in target.lines for e in line.events for s in e.stats if s.metadata_id == hlo_op
+    ]
+    for stat in stats[::2]:  # every other op event: the rest still join
+        stat.ref_value = dangling
+    assert len(stats) > 1
+    path = tmp_path / "synthetic.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["report", "--no-cache", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{plane}: " in out and "whose hlo_op stat names nothing" in out, out

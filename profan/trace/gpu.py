@@ -30,6 +30,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.arrays import among
+from profan.escape import terminal
 from profan.trace.command_buffers import COMMAND_BUFFER
 from profan.trace.kernels import add_parts, kernel_totals
 from profan.trace.planes import (
@@ -224,7 +225,16 @@ def read_gpu_plane(
         graph["name"].append(names_coded.take(rows).objects())
         for name in ("module", "kernel", "details"):
             graph[name].append(columns[name].take(rows).objects())
-    rows = np.flatnonzero(~in_graph)
+    # an hlo_op stat that names nothing (a reference to no stat metadata, a damaged compressed
+    # string) leaves the kernel no op to be an execution of: it is left out, and said so
+    nameless = int((names_coded.codes < 0).sum())
+    if nameless:
+        note = (
+            f"{plane.name}: {nameless} kernel(s) whose hlo_op stat names nothing (a reference to "
+            "no stat metadata, or a damaged compressed string): not counted as op executions"
+        )
+        trace.notes.append(terminal(note))
+    rows = np.flatnonzero(~in_graph & (names_coded.codes >= 0))
     if len(rows):
         mine = {
             name: values.take(rows) if isinstance(values, Coded) else values[rows]

@@ -55,6 +55,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from profan.errors import TraceError
+from profan.escape import terminal
 from profan.gunzip import GunzipLimitError, gunzip
 from profan.inputs import check_input
 from profan.trace.bounds import EventBound
@@ -533,10 +534,20 @@ def _read_host_plane(
             if ops is None:
                 trace.host_launches += int(is_op.sum())
                 continue
-            rows = np.flatnonzero(is_op)
+            names = stats.coded(events, "hlo_op")
+            # an hlo_op that names nothing (a reference to no stat metadata, a damaged
+            # compressed string) is no op execution
+            nameless = int((is_op & (names.codes < 0)).sum())
+            if nameless:
+                _add_note(
+                    trace,
+                    f"{terminal(plane.name)}: {nameless} event(s) whose hlo_op stat names nothing "
+                    "(a reference to no stat metadata, or a damaged compressed string): not "
+                    "counted as op executions",
+                )
+            rows = np.flatnonzero(is_op & (names.codes >= 0))
             if not rows.size:
                 continue
-            names = stats.coded(events, "hlo_op")
             modules = stats.coded(events, "hlo_module")
             programs = stats.uints(
                 events, "program_id", np.full(count, PROGRAM_NA, dtype=np.uint64)
