@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from profan.arrays import distinct
 from profan.trace.schema import load_schema
-from profan.trace.wire import WireError, decode_events
+from profan.trace.wire import KIND_BYTES, KIND_STR, WireError, decode_events
 
 CLASSES = load_schema("xplane.proto")
 
@@ -184,10 +184,16 @@ def test_wanted_stats_keep_exactly_those_stats(specs: list[dict], wanted: list[i
     some = decode_events(chunks, wanted_stats=wanted)
 
     def rows(events, keep=None):
+        # a text stat's value is its bytes (an empty one too: its stat_int is where it starts
+        # in the buffer, no value), any other's its integer; sorted with the text apart
+        def value(r):
+            if int(events.stat_kind[r]) in (KIND_STR, KIND_BYTES):
+                return (1, 0, events.stat_text(r))
+            return (0, int(events.stat_int[r]), b"")
+
         return sorted(
             (int(events.stat_event[r]), int(events.stat_metadata_id[r]), int(events.stat_kind[r]),
-             int(events.stat_int[r]) if events.stat_len[r] == 0 else events.stat_text(r),
-             float(events.stat_double[r]))
+             value(r), float(events.stat_double[r]))
             for r in range(len(events.stat_event))
             if keep is None or events.stat_metadata_id[r] in keep
         )  # fmt: skip
