@@ -247,9 +247,51 @@ def fixtures_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
+    """The external corpus: the one way a test reads it (tests/test_suite_rules.py), so that the
+    test is marked ``corpus`` and skips when the corpus is absent."""
     if not CORPUS_DIR.is_dir():
         pytest.skip(f"external corpus not found at {CORPUS_DIR} (conformance tests need it)")
     return CORPUS_DIR
+
+
+def corpus_files(folder: str, pattern: str) -> list[str]:
+    """The names of the corpus files ``folder/pattern``, listed at collection (none when the corpus
+    is absent), for a test that runs once per file and reads it through ``corpus_dir``."""
+    return (
+        sorted(p.name for p in (CORPUS_DIR / folder).glob(pattern)) if CORPUS_DIR.is_dir() else []
+    )
+
+
+def corpus_params(folder: str, pattern: str, *, leave_out: str = "corrupt") -> list[Any]:
+    """``corpus_files`` (less the names holding ``leave_out``) as parameters marked ``corpus``:
+    for a test whose other parameters need nothing outside the repository."""
+    names = [name for name in corpus_files(folder, pattern) if leave_out not in name]
+    return [pytest.param(name, marks=pytest.mark.corpus) for name in names]
+
+
+@dataclass(frozen=True)
+class InCorpus:
+    """A path inside the external corpus, in a table of traces that are otherwise fixtures: its
+    parameter is marked ``corpus`` (``named_params``) and ``located`` reads it through
+    ``corpus_dir``."""
+
+    relative: str
+
+
+def named_params(paths: dict[str, Path | InCorpus]) -> list[Any]:
+    """The keys of ``paths`` as parameters, those of a path in the corpus marked ``corpus``."""
+    corpus = pytest.mark.corpus
+    return [
+        pytest.param(n, marks=corpus) if isinstance(p, InCorpus) else n for n, p in paths.items()
+    ]
+
+
+def located(request: pytest.FixtureRequest, path: Path | InCorpus) -> Path:
+    """``path``, one inside the corpus through ``corpus_dir`` (which skips when it is absent)."""
+    if isinstance(path, InCorpus):
+        corpus: Path = request.getfixturevalue("corpus_dir")
+        return corpus / path.relative
+    return path
 
 
 @dataclass

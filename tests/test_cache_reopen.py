@@ -29,21 +29,21 @@ from profan.report.model import Report
 from profan.report.page_data import add_page_data
 from profan.report.pipeline import analyse
 from profan.report.terminal import terminal_width
+from tests.conftest import FIXTURES_DIR, corpus_params
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus" / "traces"
-FIXTURES = sorted(p.name for p in (REPO / "fixtures").iterdir() if (p / "trace").is_dir())
-CORPUS_TRACES = sorted(
-    p.name for p in CORPUS.glob("*.xplane.pb") if "corrupt" not in p.name
-) if CORPUS.is_dir() else []  # fmt: skip
+FIXTURES = sorted(p.name for p in FIXTURES_DIR.iterdir() if (p / "trace").is_dir())
+CORPUS_TRACES = corpus_params("traces", "*.xplane.pb")
 FORMATS = ("json", "term", "md", "html")
 BUDGET = "[budget]\nmax_suspicious = 5\nmfu_min = 0.5\n"
 
 
-def _trace(name: str) -> str:
-    return str(REPO / "fixtures" / name) if name in FIXTURES else str(CORPUS / name)
+def _trace(name: str, request: pytest.FixtureRequest | None = None) -> str:
+    """A fixture trace, or (given the test's request) a corpus trace read through corpus_dir."""
+    if name in FIXTURES or request is None:
+        return str(FIXTURES_DIR / name)
+    return str(request.getfixturevalue("corpus_dir") / "traces" / name)
 
 
 class Cold:
@@ -54,9 +54,9 @@ class Cold:
         self.pages: dict[str, Report] = {}  # with what only the HTML page shows
         self.annotated: dict[str, str] = {}
 
-    def of(self, name: str) -> Report:
+    def of(self, name: str, trace: str | None = None) -> Report:
         if name not in self.reports:
-            analysis = analyse(_trace(name), use_cache=False)
+            analysis = analyse(trace or _trace(name), use_cache=False)
             self.reports[name] = build_report(analysis)
             self.annotated[name] = annotate.render(self.reports[name], analysis.profile, None)
             self.pages[name] = build_report(analysis)
@@ -91,10 +91,11 @@ def test_cached_outputs_are_byte_identical_to_a_cold_read(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     monkeypatch.setenv("PROFAN_CACHE_DIR", str(cache))
-    trace = _trace(name)
-    report = cold.of(name)
+    trace = _trace(name, request)
+    report = cold.of(name, trace)
     expected = {fmt: render(report, fmt, top=20, out_dir=None) for fmt in FORMATS}
     expected["html"] = render(cold.pages[name], "html", top=20, out_dir=None)
     reports_before = len(list((cache / "reports").glob("*.entry")))

@@ -25,8 +25,6 @@ from tests.conftest import gpu_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-CORPUS = ROOT.parent / "shared" / "corpus"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="external corpus not found")
 
 
 def _modules(group: str) -> dict[str, Module]:
@@ -157,10 +155,9 @@ def test_transformer_train_step_matmul_and_attention_flops(group: str) -> None:
 # ---------------------------------------------------------------------------- MI300X corpus
 
 
-@needs_corpus
 @pytest.mark.parametrize("trace", ["mi300x_jax08_gemm", "mi300x_jax08_attention"])
-def test_mi300x_gemm_calls_are_costed_and_below_the_peak(trace: str) -> None:
-    profile = profan.load(str(CORPUS / "traces" / f"{trace}.xplane.pb"))
+def test_mi300x_gemm_calls_are_costed_and_below_the_peak(corpus_dir: Path, trace: str) -> None:
+    profile = profan.load(str(corpus_dir / "traces" / f"{trace}.xplane.pb"))
     chip = chip_for_device(profile.device)
     durations = profile.ops.groupby(["module_key", "op_name"]).duration_s.min()
     checked = 0
@@ -187,9 +184,9 @@ def test_mi300x_gemm_calls_are_costed_and_below_the_peak(trace: str) -> None:
 # ------------------------------------------------------------------- XLA's own HLO (corpus)
 
 
-def _corpus_calls(target: str) -> list[tuple[Path, Module, Instruction]]:
+def _corpus_calls(corpus_dir: Path, target: str) -> list[tuple[Path, Module, Instruction]]:
     found = []
-    for path in sorted((CORPUS / "hlo" / "xla").glob("*.hlo")):
+    for path in sorted((corpus_dir / "hlo" / "xla").glob("*.hlo")):
         text = path.read_text(encoding="utf-8", errors="replace")
         if f'custom_call_target="{target}"' not in text:
             continue
@@ -200,10 +197,9 @@ def _corpus_calls(target: str) -> list[tuple[Path, Module, Instruction]]:
     return found
 
 
-@needs_corpus
 @pytest.mark.parametrize("target", ["te_fused_attn_forward_ffi", "te_fused_attn_backward_ffi"])
-def test_transformer_engine_attention_in_xla_benchmarks(target: str) -> None:
-    calls = _corpus_calls(target)
+def test_transformer_engine_attention_in_xla_benchmarks(corpus_dir: Path, target: str) -> None:
+    calls = _corpus_calls(corpus_dir, target)
     assert len(calls) >= 10
     masks = set()
     for _path, module, call in calls:
@@ -224,16 +220,15 @@ def test_transformer_engine_attention_in_xla_benchmarks(target: str) -> None:
     assert {0, 3} <= masks
 
 
-@needs_corpus
-def test_other_kernels_in_xla_tests() -> None:
-    (_path, module, call), *_ = _corpus_calls("__op$block_scaled_dot")
+def test_other_kernels_in_xla_tests(corpus_dir: Path) -> None:
+    (_path, module, call), *_ = _corpus_calls(corpus_dir, "__op$block_scaled_dot")
     kernel = _kernel(module, call)
     lhs = CostModel(module).operand_shape(call, 0)
     assert kernel.flops == 2 * call.shape.num_elements * lhs.dims[-1]
-    for _path, module, call in _corpus_calls("__cudnn$convBackwardInput"):
+    for _path, module, call in _corpus_calls(corpus_dir, "__cudnn$convBackwardInput"):
         kernel = _kernel(module, call)
         assert kernel.model == "convolution" and (kernel.flops or 0) > 0
-    mosaic = _corpus_calls("tpu_custom_call")
+    mosaic = _corpus_calls(corpus_dir, "tpu_custom_call")
     estimated = 0
     for _path, module, call in mosaic:
         kernel = _kernel(module, call)

@@ -48,13 +48,13 @@ from profan.hlo.opcodes import ELEMENTWISE_OPCODES
 from profan.hlo.views import called_computations
 from profan.roofline.terms import compute_peak, transcendental_time
 from profan.xprof import op_for_line, op_module, read_op_profile
-from tests.conftest import CORPUS_DIR
+from tests.conftest import corpus_files
 
 GOLDEN = Path("traces") / "tpu_v5_training_golden"
 DEV_HALF = "hlo_stats.dev_half.json.gz"
 # Every half of XProf's HLO stats the corpus holds (the dev half; the held-out half, checked the
 # same way, where it is present): each is held to the targets on its own.
-HALVES = sorted({DEV_HALF} | {p.name for p in (CORPUS_DIR / GOLDEN).glob("hlo_stats.*.json.gz")})
+HALVES = sorted({DEV_HALF, *corpus_files(GOLDEN, "hlo_stats.*.json.gz")})
 BYTES_TOLERANCE = 0.25
 FLOPS_TOLERANCE = 0.10
 FLOPS_FLOOR = 1e6  # only ops with real math are held to the FLOPs target
@@ -402,6 +402,8 @@ def test_golden_bytes_flops_and_bound(corpus_dir: Path, half: str) -> None:
 
 
 if __name__ == "__main__":
+    from tests.conftest import CORPUS_DIR
+
     if not CORPUS_DIR.is_dir():
         sys.exit(f"no corpus at {CORPUS_DIR}")
     for name in sys.argv[1:] or HALVES:  # a half's file name, or every half there is

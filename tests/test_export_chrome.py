@@ -24,11 +24,12 @@ from profan.cli import main
 from profan.export import exportable
 from profan.export.counters import SERIES
 from profan.export.figures import EFFICIENCY, op_args
+from tests.conftest import InCorpus, located, named_params
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-TPU_TRACE = ROOT.parent / "shared" / "corpus" / "traces" / "tpu_v6e_inference.xplane.pb"
-TRACES = {
+TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
+TRACES: dict[str, Path | InCorpus] = {
     "cpu": FIXTURES / "transformer",
     "pod": FIXTURES / "multihost",
     "gpu": FIXTURES / "gpu_transformer",
@@ -138,12 +139,10 @@ def test_the_validator_rejects_what_breaks_the_format() -> None:
     assert nesting_errors(overlapping)
 
 
-@pytest.fixture(scope="module", params=sorted(TRACES))
+@pytest.fixture(scope="module", params=named_params(dict(sorted(TRACES.items()))))
 def chrome(request, tmp_path_factory):  # type: ignore[no-untyped-def]
     """(name, trace, the parsed document, the path written) of each trace's export."""
-    trace = TRACES[request.param]
-    if not trace.exists():
-        pytest.skip(f"{trace} is not there (the corpus is ../shared/corpus)")
+    trace = located(request, TRACES[request.param])
     suffix = ".json.gz" if request.param in ("cpu", "tpu") else ".json"
     target = tmp_path_factory.mktemp(f"chrome-{request.param}") / f"trace{suffix}"
     assert main(["export", str(trace), "--output", str(target)]) == 0

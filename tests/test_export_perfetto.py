@@ -27,12 +27,17 @@ from typing import Any
 import pytest
 
 from profan.cli import main
+from tests.conftest import InCorpus, located, named_params
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-TPU_TRACE = ROOT.parent / "shared" / "corpus" / "traces" / "tpu_v6e_inference.xplane.pb"
+TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
 BRIDGE = Path(__file__).resolve().parent / "perfetto_bridge.js"
-TRACES = {"cpu": FIXTURES / "transformer", "gpu": FIXTURES / "gpu_transformer", "tpu": TPU_TRACE}
+TRACES: dict[str, Path | InCorpus] = {
+    "cpu": FIXTURES / "transformer",
+    "gpu": FIXTURES / "gpu_transformer",
+    "tpu": TPU_TRACE,
+}
 
 
 def _engine_dir() -> Path:
@@ -51,15 +56,13 @@ def _engine_dir() -> Path:
     return found[-1].parent
 
 
-@pytest.fixture(scope="module", params=sorted(TRACES))
+@pytest.fixture(scope="module", params=named_params(dict(sorted(TRACES.items()))))
 def perfetto(request, tmp_path_factory):  # type: ignore[no-untyped-def]
     """(name, the JSON document profan wrote, a TraceProcessor that loaded the same file)."""
     engine = _engine_dir()
     from perfetto.trace_processor import TraceProcessor
 
-    trace = TRACES[request.param]
-    if not trace.exists():
-        pytest.skip(f"{trace} is not there (the corpus is ../shared/corpus)")
+    trace = located(request, TRACES[request.param])
     suffix = ".json.gz" if request.param == "tpu" else ".json"
     target = tmp_path_factory.mktemp(f"perfetto-{request.param}") / f"trace{suffix}"
     assert main(["export", str(trace), "--output", str(target)]) == 0

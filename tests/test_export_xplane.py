@@ -26,10 +26,10 @@ from profan.export import exportable
 from profan.export.figures import EFFICIENCY, UNKNOWN, op_args
 from profan.trace import load
 from profan.trace.schema import load_schema
+from tests.conftest import InCorpus, located, named_params
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus" / "traces"
-TPU_TRACE = CORPUS / "tpu_v6e_inference.xplane.pb"
+TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
 FIXTURES = ROOT / "fixtures"
 
 
@@ -106,7 +106,7 @@ def _without_profan(space, original):  # type: ignore[no-untyped-def]
     return space
 
 
-TRACES = {
+TRACES: dict[str, Path | InCorpus] = {
     "cpu": FIXTURES / "transformer",
     "pod": FIXTURES / "multihost",
     "gpu": FIXTURES / "gpu_transformer",
@@ -114,12 +114,10 @@ TRACES = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(TRACES))
+@pytest.fixture(scope="module", params=named_params(dict(sorted(TRACES.items()))))
 def exported(request, tmp_path_factory):  # type: ignore[no-untyped-def]
     """(trace, {input file: its annotated copy}) for each trace, written by the CLI."""
-    trace = TRACES[request.param]
-    if not trace.exists():
-        pytest.skip(f"{trace} is not there (the corpus is ../shared/corpus)")
+    trace = located(request, TRACES[request.param])
     inputs = _host_files(trace)
     before = {path: _sha256(path) for path in inputs}
     out = tmp_path_factory.mktemp(f"export-{request.param}")

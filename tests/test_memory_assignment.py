@@ -129,20 +129,25 @@ def test_gpu_transformer_donation_and_breakdown(name: str) -> None:
     assert program.hbm_bytes == {"h100": 80e9, "h200": 141e9}[program.chip]  # chips.toml
 
 
-def _all_reports() -> list[MemoryReport]:
-    reports = [_report(p) for p in (*CPU_PROGRAMS, *GPU_FIXTURES)]
-    corpus = FIXTURES.parent.parent / "shared" / "corpus" / "traces"
-    for xplane in sorted(corpus.glob("*.xplane.pb")):
-        if not xplane.name.startswith("corrupt"):
-            reports.append(analyze_trace(xplane, use_cache=False))
-    return reports
+def _all_reports(source: str, request: pytest.FixtureRequest) -> list[MemoryReport]:
+    if source == "fixtures":
+        return [_report(p) for p in (*CPU_PROGRAMS, *GPU_FIXTURES)]
+    corpus = request.getfixturevalue("corpus_dir") / "traces"
+    return [
+        analyze_trace(xplane, use_cache=False)
+        for xplane in sorted(corpus.glob("*.xplane.pb"))
+        if not xplane.name.startswith("corrupt")
+    ]
 
 
-def test_invariants_over_every_program_of_every_trace() -> None:
+@pytest.mark.parametrize("source", ["fixtures", pytest.param("corpus", marks=pytest.mark.corpus)])
+def test_invariants_over_every_program_of_every_trace(
+    source: str, request: pytest.FixtureRequest
+) -> None:
     """Every program of every fixture and corpus trace: the live buffers add up to the peak,
     the peak covers what lives the whole program, the heap never exceeds its allocation, the
     timeline's maximum is the peak, and the breakdown's parts add up to the peak."""
-    reports = _all_reports()
+    reports = _all_reports(source, request)
     count = 0
     for report in reports:
         for program in report.programs:
@@ -179,7 +184,7 @@ def test_invariants_over_every_program_of_every_trace() -> None:
                 assert parts == program.peak_bytes, where
             if program.hbm_bytes:
                 assert program.headroom_bytes == program.hbm_bytes - program.peak_bytes
-    assert count >= 100
+    assert count >= {"fixtures": 200, "corpus": 50}[source], count
 
 
 @pytest.mark.corpus

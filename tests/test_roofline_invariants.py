@@ -22,13 +22,11 @@ import profan
 from profan.cost.kernels import SOURCES
 from profan.report.pipeline import describe_shardings, resolve_layout
 from profan.roofline import BOUNDS, Score, score
+from tests.conftest import corpus_params
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CORPUS_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "traces"
 FIXTURE_TRACES = sorted(p.name for p in FIXTURES.iterdir() if (p / "trace").is_dir())
-CORPUS_NAMES = sorted(
-    p.name for p in CORPUS_TRACES.glob("*.xplane.pb") if not p.name.startswith("corrupt")
-)
+CORPUS_NAMES = corpus_params("traces", "*.xplane.pb")
 _CACHE: dict[str, tuple[profan.Profile, Score]] = {}
 
 

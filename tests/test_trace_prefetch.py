@@ -32,17 +32,18 @@ from profan.trace.planes import Coded, HostTrace
 from profan.trace.transfer import _Host, receive, send
 from profan.trace.xplane import read_host
 
-from .conftest import CORPUS_DIR, FIXTURES_DIR
+from .conftest import FIXTURES_DIR, InCorpus, located, named_params
 
 
 def _xplane(folder: Path) -> Path:
     return next(folder.rglob("*.xplane.pb"))
 
 
-TRACES = {
-    "cpu-transformer": _xplane(FIXTURES_DIR / "transformer"),
+CPU_TRANSFORMER = _xplane(FIXTURES_DIR / "transformer")
+TRACES: dict[str, Path | InCorpus] = {
+    "cpu-transformer": CPU_TRANSFORMER,
     "gpu-transformer": _xplane(FIXTURES_DIR / "gpu_transformer"),
-    "tpu-v6e": CORPUS_DIR / "traces" / "tpu_v6e_inference.xplane.pb",
+    "tpu-v6e": InCorpus("traces/tpu_v6e_inference.xplane.pb"),
 }
 
 
@@ -72,11 +73,8 @@ def _same_host(a: HostTrace, b: HostTrace) -> None:
             assert getattr(a, field.name) == getattr(b, field.name), field.name
 
 
-def _trace(name: str) -> Path:
-    path = TRACES[name]
-    if not path.is_file():
-        pytest.skip(f"{path} not found (external corpus)")
-    return path
+def _trace(request: pytest.FixtureRequest, name: str) -> Path:
+    return located(request, TRACES[name])
 
 
 def test_the_message_describes_every_field_of_a_host() -> None:
@@ -84,9 +82,11 @@ def test_the_message_describes_every_field_of_a_host() -> None:
 
 
 @pytest.mark.parametrize("through", ["pipe", "memory file"])
-@pytest.mark.parametrize("name", list(TRACES))
-def test_a_host_sent_as_data_is_the_host_read_here(name: str, through: str) -> None:
-    path = str(_trace(name))
+@pytest.mark.parametrize("name", named_params(TRACES))
+def test_a_host_sent_as_data_is_the_host_read_here(
+    name: str, through: str, request: pytest.FixtureRequest
+) -> None:
+    path = str(_trace(request, name))
     here = read_host(path, "h")
     coded = read_host(path, "h", coded=True)
     assert here.ops or here.graph_kernels  # (the GPU fixture's kernels all ran in graphs)
@@ -126,7 +126,7 @@ def test_a_read_error_is_sent_as_its_path_and_reason() -> None:
 
 
 def test_a_memory_file_cut_short_is_an_early_end() -> None:
-    coded = read_host(str(_trace(next(iter(TRACES)))), "h", coded=True)
+    coded = read_host(str(CPU_TRANSFORMER), "h", coded=True)
     stream = io.BytesIO()
     blob_file = os.memfd_create("columns")
     try:
@@ -165,9 +165,11 @@ def _gone(pid: int) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name", list(TRACES))
-def test_a_host_read_ahead_is_the_host_read_here(ahead: None, name: str) -> None:
-    path = _trace(name)
+@pytest.mark.parametrize("name", named_params(TRACES))
+def test_a_host_read_ahead_is_the_host_read_here(
+    ahead: None, name: str, request: pytest.FixtureRequest
+) -> None:
+    path = _trace(request, name)
     run = find_run(str(path), None)
     started = prefetch.start(run)
     assert started is not None
@@ -180,7 +182,7 @@ def test_a_host_read_ahead_is_the_host_read_here(ahead: None, name: str) -> None
 
 
 def test_a_read_nobody_takes_is_stopped(ahead: None) -> None:
-    started = prefetch.start(find_run(str(TRACES["cpu-transformer"]), None))
+    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None))
     assert started is not None
     started.stop()
     assert _gone(started.pid) and not prefetch._STARTED
@@ -192,17 +194,17 @@ def test_no_read_ahead_beside_a_running_thread(ahead: None) -> None:
     thread = threading.Thread(target=release.wait)
     thread.start()
     try:
-        assert prefetch.start(find_run(str(TRACES["cpu-transformer"]), None)) is None
+        assert prefetch.start(find_run(str(CPU_TRANSFORMER), None)) is None
     finally:
         release.set()
         thread.join()
-    started = prefetch.start(find_run(str(TRACES["cpu-transformer"]), None))
+    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None))
     assert started is not None  # the control: once it is gone
     started.stop()
 
 
 def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = find_run(str(TRACES["cpu-transformer"]), None)
+    run = find_run(str(CPU_TRANSFORMER), None)
     assert prefetch.start(run) is None  # below SPLIT_HOST_BYTES
     monkeypatch.setattr(prefetch, "SPLIT_HOST_BYTES", 0)
     monkeypatch.setenv("PROFAN_WORKERS", "1")
@@ -237,7 +239,7 @@ def test_idle_cpus_count_what_runs_now_not_the_last_minute(
 
 
 def test_a_damaged_trace_read_ahead_is_the_same_clear_error(ahead: None, tmp_path: Path) -> None:
-    source = TRACES["cpu-transformer"]
+    source = CPU_TRANSFORMER
     damaged = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00" / "h.xplane.pb"
     damaged.parent.mkdir(parents=True)
     data = source.read_bytes()

@@ -20,7 +20,7 @@ import profan
 from profan.errors import TraceError
 from profan.trace.xplane import merge_parts, read_host
 
-from .conftest import CORPUS_DIR, FIXTURES_DIR
+from .conftest import FIXTURES_DIR, InCorpus, located, named_params
 
 # the module (``profan.trace.load`` is also the name of the function it re-exports)
 load_module = importlib.import_module("profan.trace.load")
@@ -31,11 +31,11 @@ def _xplane(folder: Path) -> Path:
     return next(folder.rglob("*.xplane.pb"))
 
 
-TRACES = {
+TRACES: dict[str, Path | InCorpus] = {
     "cpu-transformer": _xplane(FIXTURES_DIR / "transformer"),
     "cpu-mlp": _xplane(FIXTURES_DIR / "mlp"),
     "gpu-transformer": _xplane(FIXTURES_DIR / "gpu_transformer"),
-    "tpu-v6e": CORPUS_DIR / "traces" / "tpu_v6e_inference.xplane.pb",
+    "tpu-v6e": InCorpus("traces/tpu_v6e_inference.xplane.pb"),
 }
 
 
@@ -46,12 +46,12 @@ def _same_columns(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
         assert pd.Series(a[name]).equals(pd.Series(b[name])), name
 
 
-@pytest.mark.parametrize("name", list(TRACES))
+@pytest.mark.parametrize("name", named_params(TRACES))
 @pytest.mark.parametrize("count", [2, 3, 5])
-def test_merged_shares_are_the_whole_host(name: str, count: int) -> None:
-    path = TRACES[name]
-    if not path.is_file():
-        pytest.skip(f"{path} not found (external corpus)")
+def test_merged_shares_are_the_whole_host(
+    name: str, count: int, request: pytest.FixtureRequest
+) -> None:
+    path = located(request, TRACES[name])
     whole = read_host(str(path), "h")
     parts = [read_host(str(path), "h", part=(index, count)) for index in range(count)]
     if name.startswith("cpu"):  # op events on every thread line: each share reads some

@@ -38,7 +38,6 @@ from profan.hlo.opcodes import ELEMENTWISE_OPCODES
 from profan.hlo.views import called_computations
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACES = ROOT.parent / "shared" / "corpus" / "traces"
 DOC = ROOT / "docs" / "xprof_crosscheck.md"
 CORPUS_TRACES = ("tpu_v6e_inference", "mi300x_jax08_gemm", "mi300x_jax08_attention",
                  "mi300x_jax_conv", "mi300x_jax_conv_legacy")  # fmt: skip
@@ -155,12 +154,12 @@ def xla_gpu_flops(
     return model.estimate(instruction).flops or 0.0
 
 
-def crosscheck(name: str, workdir: Path) -> list[OpCheck]:
-    """One ``OpCheck`` per op xprof lists for the corpus trace ``name``."""
+def crosscheck(corpus: Path, name: str, workdir: Path) -> list[OpCheck]:
+    """One ``OpCheck`` per op xprof lists for the trace ``name`` of the corpus at ``corpus``."""
     import profan
     from profan import roofline
 
-    trace = TRACES / f"{name}.xplane.pb"
+    trace = corpus / "traces" / f"{name}.xplane.pb"
     rows, _ = xprof_rows(trace, workdir)
     profile = profan.load(str(trace))
     score = roofline.score(profile)
@@ -212,12 +211,10 @@ def documented_disagreements() -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture(scope="module")
-def checks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[OpCheck]]:
+def checks(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[OpCheck]]:
     pytest.importorskip("xprof", reason="xprof not installed (pip install '.[xprof]')")
-    if not TRACES.is_dir():
-        pytest.skip("external corpus not found")
     workdir = tmp_path_factory.mktemp("xprof")
-    return {name: crosscheck(name, workdir) for name in CORPUS_TRACES}
+    return {name: crosscheck(corpus_dir, name, workdir) for name in CORPUS_TRACES}
 
 
 def test_xprof_and_profan_agree_on_tpu_v6e(checks: dict[str, list[OpCheck]]) -> None:
@@ -300,6 +297,9 @@ def _table(all_checks: dict[str, list[OpCheck]]) -> str:
 if __name__ == "__main__":
     import tempfile
 
+    from tests.conftest import CORPUS_DIR
+
     with tempfile.TemporaryDirectory() as directory:
-        print(_table({name: crosscheck(name, Path(directory)) for name in CORPUS_TRACES}))
+        found = {name: crosscheck(CORPUS_DIR, name, Path(directory)) for name in CORPUS_TRACES}
+        print(_table(found))
     sys.exit(0)

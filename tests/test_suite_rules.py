@@ -1,0 +1,68 @@
+"""The test suite's own rules, read from its source: where the corpus and the fixtures are is
+said once, in conftest.py, and every test reaches them through its fixtures and names."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+RULES = {"conftest.py", Path(__file__).name}
+
+
+def _test_files() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(TESTS.glob("*.py")):
+        if path.name not in RULES:
+            yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def _script_blocks(tree: ast.Module) -> set[int]:
+    """The nodes under ``if __name__ == "__main__":``: a script's, never a test's."""
+    found: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            found |= {id(inner) for inner in ast.walk(node)}
+    return found
+
+
+def _is_path_part(node: ast.AST, parts: tuple[str, ...]) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in parts
+
+
+def test_only_conftest_says_where_the_corpus_is() -> None:
+    """A test reads ../shared/corpus only through the ``corpus_dir`` fixture (or conftest's
+    helpers built on it), so that it is marked ``corpus`` and ``-m "not corpus"`` runs exactly the
+    tests that need nothing outside the repository."""
+    found = []
+    for path, tree in _test_files():
+        docstrings, script = _docstrings(tree), _script_blocks(tree)
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            if id(node) in script:
+                continue
+            if isinstance(node, ast.Name) and node.id == "CORPUS_DIR":
+                found.append(f"{where} CORPUS_DIR")
+            elif isinstance(node, ast.alias) and node.name == "CORPUS_DIR":
+                found.append(f"{where} imports CORPUS_DIR")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                if _is_path_part(node.right, ("shared", "corpus")):
+                    found.append(f"{where} {ast.unparse(node)}")
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "shared/corpus" in node.value
+                and id(node) not in docstrings
+            ):
+                found.append(f"{where} {node.value!r}")
+    assert not found, "the corpus path outside conftest.py (use corpus_dir):\n" + "\n".join(found)
