@@ -33,11 +33,9 @@ def jnp() -> Any:
 
     if not xla_bridge.backends_are_initialized():
         flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={DEVICES}"
-        try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("XLA_FLAGS", f"{flags} --xla_force_host_platform_device_count={DEVICES}")
             jax.devices()
-        finally:
-            os.environ["XLA_FLAGS"] = flags
     if jax.device_count() != DEVICES or jax.default_backend() != "cpu":
         pytest.skip(f"needs {DEVICES} CPU devices; jax started with {jax.devices()}")
     return jax.numpy

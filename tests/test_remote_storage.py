@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
 import sys
@@ -75,10 +74,11 @@ def bucket(request: pytest.FixtureRequest, fixtures_dir: Path) -> Iterator[tuple
             pytest.skip(f"{package} is not installed (pip install 'profan[{extra}]' {server})")
     port = _free_port()
     process = _start(protocol, port)
-    saved = dict(os.environ)
+    patch = pytest.MonkeyPatch()
     try:
         _wait_for(port, process)
-        os.environ.update(_environment(protocol, port))
+        for name, value in _environment(protocol, port).items():
+            patch.setenv(name, value)
         import fsspec
 
         fs, _ = fsspec.core.url_to_fs(f"{protocol}://profiles")
@@ -89,8 +89,7 @@ def bucket(request: pytest.FixtureRequest, fixtures_dir: Path) -> Iterator[tuple
         fs.invalidate_cache()
         yield f"{protocol}://profiles/pod", _environment(protocol, port)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        patch.undo()
         process.terminate()
         process.wait(timeout=30)
 

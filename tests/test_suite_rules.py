@@ -66,3 +66,34 @@ def test_only_conftest_says_where_the_corpus_is() -> None:
             ):
                 found.append(f"{where} {node.value!r}")
     assert not found, "the corpus path outside conftest.py (use corpus_dir):\n" + "\n".join(found)
+
+
+ENVIRON_WRITES = {"update", "clear", "pop", "popitem", "setdefault", "__setitem__", "__delitem__"}
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
+def test_the_environment_is_changed_only_through_monkeypatch() -> None:
+    """A test or fixture that sets an environment variable does it with ``monkeypatch`` (or
+    ``pytest.MonkeyPatch``), which puts it back: never by writing ``os.environ`` itself, which
+    leaks into every later test of the session when nothing restores it."""
+    found = []
+    for path, tree in _test_files():
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+                targets = (
+                    node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                )
+            if any(isinstance(t, ast.Subscript) and _is_environ(t.value) for t in targets):
+                found.append(f"{where} {ast.unparse(node)}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                func = node.func
+                if (func.attr in ENVIRON_WRITES and _is_environ(func.value)) or (
+                    func.attr in ("putenv", "unsetenv") and ast.unparse(func.value) == "os"
+                ):
+                    found.append(f"{where} {ast.unparse(node)}")
+    assert not found, "os.environ written directly (use monkeypatch):\n" + "\n".join(found)

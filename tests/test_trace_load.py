@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -55,9 +56,10 @@ def tpu_path(corpus_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tpu(tpu_path: Path, tmp_path_factory: pytest.TempPathFactory) -> profan.trace.Profile:
-    os.environ["PROFAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("tpu-cache"))
-    return profan.load(str(tpu_path))
+def tpu(tpu_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[profan.trace.Profile]:
+    with pytest.MonkeyPatch.context() as patch:  # restored after the module's tests
+        patch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("tpu-cache")))
+        yield profan.load(str(tpu_path))
 
 
 def test_tpu_columns_and_device(tpu: profan.trace.Profile, tpu_path: Path) -> None:
