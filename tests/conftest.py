@@ -44,6 +44,19 @@ def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
         yield cache
 
 
+@pytest.fixture
+def private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A cache directory of the test's own, in ``PROFAN_CACHE_DIR`` for the test: not made yet
+    (profan makes it), and outside ``tmp_path`` (a test may check that nothing else is written
+    there).  A module whose every test wants one says
+    ``pytestmark = pytest.mark.usefixtures("private_cache")``."""
+    root = tmp_path_factory.mktemp("private-cache") / "cache"
+    monkeypatch.setenv("PROFAN_CACHE_DIR", str(root))
+    return root
+
+
 # The quick loop, ``pytest -m "not slow"`` (README, Development), leaves out the tests marked
 # ``slow``: whole files by their module's ``pytestmark``, single tests of otherwise quick files
 # here, by file and test name (every parameter) or name[parameter] (that one).  Listed: what took

@@ -27,8 +27,7 @@ def _shares(profile) -> tuple[Counter[str], dict[str, float]]:
 
 
 @pytest.mark.corpus
-def test_tpu_trace_ops_all_categorised(corpus_dir, monkeypatch, tmp_path) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path))
+def test_tpu_trace_ops_all_categorised(corpus_dir, private_cache) -> None:
     profile = profan.load(str(corpus_dir / "traces" / "tpu_v6e_inference.xplane.pb"))
     counts, _ = _shares(profile)
     # The program offloads arrays to host memory and all-reduces: both must be recognised.
@@ -38,8 +37,7 @@ def test_tpu_trace_ops_all_categorised(corpus_dir, monkeypatch, tmp_path) -> Non
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["mi300x_jax_conv.xplane.pb", "mi300x_jax_conv_legacy.xplane.pb"])
-def test_mi300x_trace_ops_all_categorised(corpus_dir, monkeypatch, tmp_path, name) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path))
+def test_mi300x_trace_ops_all_categorised(corpus_dir, private_cache, name) -> None:
     profile = profan.load(str(corpus_dir / "traces" / name))
     counts, _ = _shares(profile)
     # A 3-D convolution program: the convolutions must come out as matmul-class work.

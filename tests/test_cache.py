@@ -41,13 +41,6 @@ class _Planted:
         return (Path.touch, (self.marker,))
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(root))
-    return root
-
-
 def _entries(root: Path, kind: str | None = None) -> list[Path]:
     return sorted(root.glob(f"{kind or '*'}/*{store.SUFFIX}"))
 
@@ -85,7 +78,7 @@ def test_no_code_loading_module_in_profan() -> None:
             assert not names & loaders, f"{source}: imports {names & loaders}"
 
 
-def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path) -> None:
+def test_entry_round_trip_and_every_damage_is_a_miss(private_cache: Path, tmp_path: Path) -> None:
     blob = bytes(range(256)) * 100
     assert store.write_entry("reports", "k1", {"figures": [1, 2.5, "x"]}, [blob, b"abc"])
     assert store.write_entry("reports", "k2", {"figures": []}, [])
@@ -93,7 +86,7 @@ def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path
     assert bytes(blobs[0]) == blob and bytes(blobs[1]) == b"abc"
     assert msgspec.msgpack.decode(meta) == {"figures": [1, 2.5, "x"]}
     assert store.read_entry("reports", "k3") is None
-    entry, other = _entries(cache, "reports")
+    entry, other = _entries(private_cache, "reports")
     marker = tmp_path / "executed"
     for name, content in _damaged(entry, other, marker).items():
         entry.write_bytes(content)
@@ -101,7 +94,7 @@ def test_entry_round_trip_and_every_damage_is_a_miss(cache: Path, tmp_path: Path
     assert not marker.exists()
 
 
-def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> None:
+def test_an_entry_written_in_the_background_is_read_back_whole(private_cache: Path) -> None:
     """Within ``writing_behind``, ``write_entry(background=True)`` returns at once; reading the
     entry, listing the store and the end of the scope wait for it; the file is the one a plain
     write makes."""
@@ -112,7 +105,7 @@ def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> N
         assert store._PENDING
         meta, blobs = store.read_entry("profiles", "soon")
         assert msgspec.msgpack.decode(meta) == {"n": 1} and bytes(blobs[0]) == blob
-        plain, soon = (cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
+        plain, soon = (private_cache / "profiles" / f"{k}{store.SUFFIX}" for k in ("plain", "soon"))
         assert soon.stat().st_size == plain.stat().st_size
         assert store.write_entry("profiles", "later", {"n": 2}, [blob], background=True)
         expected = {"plain", "soon", "later"}
@@ -125,14 +118,14 @@ def test_an_entry_written_in_the_background_is_read_back_whole(cache: Path) -> N
 
 
 def test_a_file_the_cache_has_not_seen_is_told_apart_without_hashing(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``known_digest`` answers from the stat index alone: None for a new or changed file (so
     a read can start before its hash), the recorded hash once ``file_digest`` took it."""
     monkeypatch.setattr(keys, "_RACY_NS", 0)
     path = tmp_path / "host.xplane.pb"
     path.write_bytes(b"a" * 1000)
-    assert keys.known_digest(path) is None and not _entries(cache, "inputs")
+    assert keys.known_digest(path) is None and not _entries(private_cache, "inputs")
     digest = keys.file_digest(path)
     assert keys.known_digest(path) == digest
     path.write_bytes(b"b" * 1000)
@@ -189,18 +182,18 @@ def test_every_memo_of_the_model_counts_as_set(fixtures_dir: Path, owner: str) -
 
 
 def test_hlo_caches_reuse_entries_and_miss_on_damage(
-    cache: Path, fixtures_dir: Path, tmp_path: Path
+    private_cache: Path, fixtures_dir: Path, tmp_path: Path
 ) -> None:
     trace = str(fixtures_dir / "matmul" / "trace")
     fresh = profan.load(trace, use_cache=False)
     first = profan.load(trace)
-    converted = _entries(cache, "hloproto")
+    converted = _entries(private_cache, "hloproto")
     assert converted, "loading a trace with embedded HloProtos should fill the module cache"
     # Each entry is the module as data: a planted module under the right key is served...
     planted = store.read_entry("hloproto", converted[0].stem)
     assert planted is not None and decode_module(planted[0]).name
     store.write_entry("hloproto", converted[0].stem, {"name": "planted"})
-    shutil.rmtree(cache / "profiles")  # the loaded profile holds the modules too
+    shutil.rmtree(private_cache / "profiles")  # the loaded profile holds the modules too
     assert "planted" in {m.name for m in profan.load(trace).modules.values()}
     # ...and damage of any kind is a miss: the module is converted again.
     marker = tmp_path / "executed"
@@ -208,7 +201,7 @@ def test_hlo_caches_reuse_entries_and_miss_on_damage(
         if name == "foreign" and len(converted) == 1:
             continue
         converted[0].write_bytes(content)
-        shutil.rmtree(cache / "profiles")
+        shutil.rmtree(private_cache / "profiles")
         again = profan.load(trace)
         assert {k: m.name for k, m in again.modules.items()} == {
             k: m.name for k, m in fresh.modules.items()
@@ -239,7 +232,7 @@ def test_keys_change_with_version_and_code(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_code_digest_covers_the_package_and_its_data(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A changed source file, data table or grammar changes the digest (of a copy of the
     package, changed file by file), also when the digest of the files before was recorded
@@ -254,7 +247,7 @@ def test_code_digest_covers_the_package_and_its_data(
     monkeypatch.setattr(profan.paths, "PACKAGE_DIR", copy)
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)
     digests = {keys.code_digest()}
-    assert _entries(cache, "inputs"), "the digest of the files as they are is recorded"
+    assert _entries(private_cache, "inputs"), "the digest of the files as they are is recorded"
     opened: list[str] = []
 
     def counted_open(path: str, mode: str) -> BinaryIO:
@@ -287,7 +280,7 @@ def test_code_digest_covers_the_package_and_its_data(
 
 
 def test_file_digest_follows_content_not_the_stat_record(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stat shortcut: a recorded hash is reused while the file's signature is unchanged,
     and a rewrite of the same size with the modification time put back is still seen (its
@@ -298,7 +291,7 @@ def test_file_digest_follows_content_not_the_stat_record(
     path = tmp_path / "host.xplane.pb"
     path.write_bytes(b"a" * 1000)
     first = keys.file_digest(path)
-    assert _entries(cache, "inputs"), "the hash of an old file is recorded"
+    assert _entries(private_cache, "inputs"), "the hash of an old file is recorded"
     assert keys.file_digest(path) == first
     before = path.stat()
     time.sleep(0.01)
@@ -310,13 +303,13 @@ def test_file_digest_follows_content_not_the_stat_record(
     monkeypatch.undo()
     fresh = tmp_path / "fresh.xplane.pb"
     fresh.write_bytes(b"c")
-    recorded = len(_entries(cache, "inputs"))
+    recorded = len(_entries(private_cache, "inputs"))
     keys.file_digest(fresh)
-    assert len(_entries(cache, "inputs")) == recorded
+    assert len(_entries(private_cache, "inputs")) == recorded
 
 
 def test_a_hash_taken_behind_is_the_files_sha256_and_read_once(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    private_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``digest_behind`` hashes in a thread what ``file_digest`` then takes: the SHA-256 of
     the bytes (``hashlib`` over the file, independently), each file read once; a file changed
@@ -367,24 +360,26 @@ def test_user_table_variables_are_the_ones_profan_reads() -> None:
     assert (chips_env, kernels_env) == (USER_CHIPS_ENV, USER_KERNELS_ENV)
 
 
-def test_least_recently_used_entries_go_first(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_least_recently_used_entries_go_first(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blob = b"x" * 10_000
     for name in ("a", "b", "c"):
         assert store.write_entry("reports", name, {}, [blob])
-    entries = {e.stem: e for e in _entries(cache, "reports")}
+    entries = {e.stem: e for e in _entries(private_cache, "reports")}
     for age, name in ((30, "a"), (20, "b"), (10, "c")):
         old = time.time() - age
         os.utime(entries[name], (old, old))
     assert store.read_entry("reports", "a") is not None  # a hit makes "a" the most recent
     monkeypatch.setenv(store.MAX_BYTES_ENV, "25k")
     assert store.write_entry("reports", "d", {}, [blob])
-    assert sorted(e.stem for e in _entries(cache, "reports")) == ["a", "d"]
+    assert sorted(e.stem for e in _entries(private_cache, "reports")) == ["a", "d"]
     # a temporary file a writer left an hour ago goes; a file the store did not write stays
     # (the pickles older versions of profan wrote are not recognisably its own)
-    stale = cache / "reports" / ".profan-abcd1234.tmp"
+    stale = private_cache / "reports" / ".profan-abcd1234.tmp"
     stale.write_bytes(entries["a"].read_bytes()[:100])
     os.utime(stale, (time.time() - 7200,) * 2)
-    pickled = cache / "hlo" / "0123-0.1.0-abcd.pickle"
+    pickled = private_cache / "hlo" / "0123-0.1.0-abcd.pickle"
     pickled.parent.mkdir(exist_ok=True)
     pickled.write_bytes(b"x")
     monkeypatch.setenv(store.MAX_BYTES_ENV, "0")  # nothing is written
@@ -394,7 +389,9 @@ def test_least_recently_used_entries_go_first(cache: Path, monkeypatch: pytest.M
     assert not stale.exists() and pickled.exists()
 
 
-def test_a_command_evicts_once_at_its_end(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_command_evicts_once_at_its_end(
+    private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Within ``writing_behind`` (a command) the writes do not each list the store: it is
     evicted once, when the scope ends, and then holds the bound."""
     blob = b"x" * 10_000
@@ -406,9 +403,11 @@ def test_a_command_evicts_once_at_its_end(cache: Path, monkeypatch: pytest.Monke
         for name in ("a", "b", "c", "d"):
             assert store.write_entry("reports", name, {}, [blob], background=name != "a")
         store.finish_writes()
-        assert scans == [] and len(_entries(cache, "reports")) == 4  # over the bound meanwhile
+        assert (
+            scans == [] and len(_entries(private_cache, "reports")) == 4
+        )  # over the bound meanwhile
     assert len(scans) == 1
-    assert sum(e.stat().st_size for e in _entries(cache, "reports")) <= 25_000
+    assert sum(e.stat().st_size for e in _entries(private_cache, "reports")) <= 25_000
     assert store.write_entry("reports", "e", {}, [blob])  # outside a scope: at once
     assert len(scans) == 2
 
@@ -421,27 +420,27 @@ def test_size_bound_parses(text: str, size: int) -> None:
 
 
 def test_cache_command_info_and_clear(
-    cache: Path, fixtures_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+    private_cache: Path, fixtures_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
     assert main(["report", str(fixtures_dir / "matmul"), "--format", "json"]) == 0
     capsys.readouterr()
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
-    assert str(cache) in out and "bound 2.0 GiB" in out
+    assert str(private_cache) in out and "bound 2.0 GiB" in out
     assert "reports" in out and "profiles" in out
-    files = [p for p in cache.rglob("*") if p.is_file()]
+    files = [p for p in private_cache.rglob("*") if p.is_file()]
     assert main(["cache", "clear"]) == 0
     # every entry goes; the marker and the key that say the directory is profan's stay
-    kept = {cache / trust.MARKER, cache / trust.KEY_FILE}
+    kept = {private_cache / trust.MARKER, private_cache / trust.KEY_FILE}
     assert f"removed {len(set(files) - kept)} files" in capsys.readouterr().out
-    assert {p for p in cache.rglob("*") if p.is_file()} == kept
+    assert {p for p in private_cache.rglob("*") if p.is_file()} == kept
     monkeypatch.setenv(store.MAX_BYTES_ENV, "lots")
     assert main(["cache", "info"]) == 2
     assert "PROFAN_CACHE_MAX_BYTES" in capsys.readouterr().err
 
 
 def test_read_only_trace_is_never_written_and_reopens_from_the_cache(
-    cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    private_cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copy = tmp_path / "ro"
     shutil.copytree(fixtures_dir / "mlp", copy)
@@ -457,7 +456,7 @@ def test_read_only_trace_is_never_written_and_reopens_from_the_cache(
         assert outputs[0] == outputs[1]
         assert outputs[2] == outputs[5]
         assert sorted((str(p), p.stat().st_mtime_ns) for p in [copy, *copy.rglob("*")]) == before
-        assert _entries(cache, "reports") and _entries(cache, "profiles")
+        assert _entries(private_cache, "reports") and _entries(private_cache, "profiles")
     finally:
         for path in paths:
             path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o200)
@@ -473,7 +472,7 @@ def test_cache_directory_that_cannot_be_written_only_costs_speed(
     assert capsys.readouterr().out.startswith("{")
 
 
-def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) -> None:
+def test_parser_tables_are_data_and_parse_as_built(private_cache: Path, tmp_path: Path) -> None:
     """The HLO parser's LALR tables come back from the cache as msgpack (never Lark's pickle)
     and parse exactly as freshly built ones; damaged tables are built again."""
     options = LALR
@@ -483,7 +482,7 @@ def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) 
         "ROOT %t = (f32[2]{0}, s32[]) tuple(f32[2]{0} %a, s32[] %b)",
     ]
     built = open_grammar_cached("hlo.lark", start="instruction_line", **options)
-    (entry,) = _entries(cache, "lark")
+    (entry,) = _entries(private_cache, "lark")
     assert not entry.read_bytes().count(b"\x80\x04\x95")  # no pickle protocol-4 frame inside
     loaded = open_grammar_cached("hlo.lark", start="instruction_line", **options)
     assert loaded is not built
@@ -497,7 +496,7 @@ def test_parser_tables_are_data_and_parse_as_built(cache: Path, tmp_path: Path) 
 
 
 def test_every_kind_of_entry_damaged_is_a_miss_end_to_end(
-    cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    private_cache: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Fill every kind (inputs, modules, profiles, pod hosts, reports, annotated text, parser
     tables), damage every entry the same way, and run again: the same output, nothing run."""
@@ -519,20 +518,20 @@ def test_every_kind_of_entry_damaged_is_a_miss_end_to_end(
     expected = outputs()
     dump = fixtures_dir / "mlp" / "hlo"
     parse_file(sorted(dump.glob("*after_optimizations.txt"))[0])  # the parse caches too
-    kinds = {entry.parent.name for entry in _entries(cache)}
+    kinds = {entry.parent.name for entry in _entries(private_cache)}
     assert {"inputs", "hloproto", "profiles", "hosts", "reports", "hlo", "lark"} <= kinds
     pristine = tmp_path / "pristine"
-    shutil.copytree(cache, pristine)
+    shutil.copytree(private_cache, pristine)
     marker = tmp_path / "executed"
     for damage in ("garbage", "empty", "truncated", "flipped", "foreign", "pickle"):
-        shutil.rmtree(cache)
-        shutil.copytree(pristine, cache)
-        entries = _entries(cache)
+        shutil.rmtree(private_cache)
+        shutil.copytree(pristine, private_cache)
+        entries = _entries(private_cache)
         for entry, other in zip(entries, entries[1:] + entries[:1], strict=True):
             content = _damaged(entry, other, marker)[damage]
             entry.write_bytes(content)
         assert outputs() == expected, damage
-    for entry in _entries(cache):  # intact frames with the right key and the wrong contents
+    for entry in _entries(private_cache):  # intact frames with the right key and the wrong contents
         store.write_entry(entry.parent.name, entry.stem, {"not": ["what", "it", "holds"]})
     assert outputs() == expected
     assert not marker.exists()

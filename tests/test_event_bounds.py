@@ -27,9 +27,7 @@ MLP = REPO / "fixtures" / "mlp"
 _OP_STATS = bytes.fromhex("22040814381522040816200a220408172018220408182000")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def synthetic_tiny_events(path: Path, count: int, gap_ps: int, duration_ps: int = 500) -> Path:

@@ -31,9 +31,7 @@ XPROF_LINE = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _corpus_module(corpus_dir: Path, name: str):
@@ -278,19 +276,19 @@ def test_unexpected_end_and_bad_shape_are_syntax_errors() -> None:
         parse_instruction("%x = f32[] add(%a, %b), metadata={}, metadata={}")
 
 
-def test_parse_file_uses_the_cache(tmp_path: Path, fixtures_dir: Path) -> None:
+def test_parse_file_uses_the_cache(tmp_path: Path, fixtures_dir: Path, private_cache: Path) -> None:
     source = fixtures_dir / "matmul/hlo/module_0012.jit_matmul.cpu_after_optimizations.txt"
     if not source.is_file():
         pytest.skip("matmul fixture not present")
     copy = tmp_path / "m.hlo"
     copy.write_text(source.read_text())
     first = parse_file(copy)
-    entries = list((tmp_path / "cache" / "hlo").glob("*.entry"))
+    entries = list((private_cache / "hlo").glob("*.entry"))
     assert len(entries) == 1
     assert parse_file(copy) == first
     copy.write_text(source.read_text().replace("HloModule ", "HloModule changed_", 1))
     assert parse_file(copy).name.startswith("changed_")
-    assert len(list((tmp_path / "cache" / "hlo").glob("*.entry"))) == 2
+    assert len(list((private_cache / "hlo").glob("*.entry"))) == 2
     entries[0].write_bytes(b"damaged")
     copy.write_text(source.read_text())
     assert parse_file(copy) == first  # a damaged entry is a miss, not an error

@@ -14,9 +14,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MLP_DUMP = FIXTURES / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:

@@ -21,9 +21,7 @@ from tests.conftest import gpu_fixtures
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 _NO_MEMORY_FLOOR = RuleConfig(min_saving_bytes=0, min_saving_memory_share=0)

@@ -12,10 +12,7 @@ import pytest
 import profan
 from profan.trace.schema import load_schema
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture(scope="module")

@@ -97,3 +97,24 @@ def test_the_environment_is_changed_only_through_monkeypatch() -> None:
                 ):
                     found.append(f"{where} {ast.unparse(node)}")
     assert not found, "os.environ written directly (use monkeypatch):\n" + "\n".join(found)
+
+
+def _is_test_fixture(function: ast.FunctionDef) -> bool:
+    """A fixture of each test's own (no wider scope: a module's shared cache is another thing)."""
+    return any(
+        "fixture" in ast.unparse(decorator) and "scope=" not in ast.unparse(decorator)
+        for decorator in function.decorator_list
+    )
+
+
+def test_one_private_cache_fixture() -> None:
+    """A test that wants a cache directory of its own asks conftest's ``private_cache``: no
+    module keeps a copy of a fixture that points ``PROFAN_CACHE_DIR`` at a new directory."""
+    found = []
+    for path, tree in _test_files():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and _is_test_fixture(node):
+                text = ast.unparse(node)
+                if "setenv" in text and "PROFAN_CACHE_DIR" in text:
+                    found.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not found, "a copy of conftest's private_cache fixture:\n" + "\n".join(found)

@@ -23,10 +23,7 @@ from profan.report.pipeline import analyse
 from profan.trace.command_buffers import COMMAND_BUFFER, attribute, kernel_name
 from tests.conftest import GPU_CHIPS, gpu_fixtures
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture(scope="module", params=list(GPU_CHIPS), ids=list(GPU_CHIPS.values()))

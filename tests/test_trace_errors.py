@@ -15,10 +15,7 @@ import profan
 from profan.errors import EXIT_BAD_INPUT, TraceError
 from profan.trace.schema import load_schema
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _tpu(corpus_dir: Path) -> Path:

@@ -25,9 +25,7 @@ from profan.trace.schema import load_schema
 FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _full_space(path: Path):  # the plain, one-object-per-event decode
