@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,9 +15,9 @@ import pytest
 import profan
 from profan.errors import ProfanError
 from profan.report.ops_table import DERIVED_COLUMNS
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-TRANSFORMER = FIXTURES / "transformer"
+TRANSFORMER = FIXTURES_DIR / "transformer"
 
 
 @pytest.fixture(scope="module")

@@ -18,12 +18,11 @@ from profan.attribute import (
 )
 from profan.hlo.model import Module
 from profan.hlo.parser import parse_module
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 def _fixture(name: str) -> Module:
-    path = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))
+    path = next((FIXTURES_DIR / name / "hlo").glob("*after_optimizations.txt"))
     return parse_module(path.read_text(), file=str(path))
 
 
@@ -69,7 +68,7 @@ def test_fixture_collectives_kinds() -> None:
 
 
 def test_every_instruction_of_every_fixture_has_a_category() -> None:
-    for meta in FIXTURES.glob("*/meta.json"):
+    for meta in FIXTURES_DIR.glob("*/meta.json"):
         module = _fixture(meta.parent.name)
         for instruction in module.instructions():
             label = classify(instruction, module)

@@ -14,10 +14,11 @@ import pytest
 
 from profan.report.build import build_report
 from profan.report.pipeline import analyse
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 
 
 def _readme_budget() -> str:

@@ -15,23 +15,22 @@ from profan.report import baseline
 from profan.report.budget import github_annotations
 from profan.report.model import Report
 from profan.report.pipeline import report_for
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 @pytest.fixture(scope="module")
 def mlp() -> Report:
-    return report_for(FIXTURES / "mlp")
+    return report_for(FIXTURES_DIR / "mlp")
 
 
 @pytest.fixture(scope="module")
 def mlp_worse() -> Report:
-    return report_for(FIXTURES / "mlp_worse")
+    return report_for(FIXTURES_DIR / "mlp_worse")
 
 
 @pytest.fixture(scope="module")
 def gpu() -> Report:
-    return report_for(FIXTURES / "gpu_kernels")
+    return report_for(FIXTURES_DIR / "gpu_kernels")
 
 
 def _failed(results: list[baseline.CheckResult]) -> list[baseline.CheckResult]:
@@ -51,7 +50,7 @@ def test_entry_is_per_step_and_per_execution(mlp: Report) -> None:
     collectives = [op for op in mlp.ops if op.category == "collective"]
     assert entry.totals["collectives_per_step"] * 3 == sum(op.occurrences for op in collectives)
     # meta.json: one training step per traced step, 3 steps
-    meta = json.loads((FIXTURES / "mlp" / "meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / "mlp" / "meta.json").read_text())
     assert entry.steps == meta["trace"]["steps"]
 
 
@@ -117,7 +116,7 @@ def test_one_file_holds_one_entry_per_machine(mlp: Report, gpu: Report, tmp_path
 def test_the_same_program_on_two_chips_keeps_two_entries(gpu: Report, tmp_path: Path) -> None:
     """The H100 and H200 recordings of one program: each is checked against its own chip's
     entry, never against the other's (their times differ by the hardware, not the code)."""
-    h200 = report_for(FIXTURES / "gpu_kernels_h200")
+    h200 = report_for(FIXTURES_DIR / "gpu_kernels_h200")
     only_h100 = tmp_path / "h100.json"
     baseline.write_baseline(only_h100, gpu)
     (missing,) = baseline.check(h200, only_h100, baseline.TimePolicy())
@@ -213,8 +212,8 @@ def test_recorded_versions_are_named_when_structure_differs(
 
 
 def test_many_changed_ops_are_capped() -> None:
-    transformer = baseline.entry_from_report(report_for(FIXTURES / "transformer"))
-    old = baseline.entry_from_report(report_for(FIXTURES / "mlp"))
+    transformer = baseline.entry_from_report(report_for(FIXTURES_DIR / "transformer"))
+    old = baseline.entry_from_report(report_for(FIXTURES_DIR / "mlp"))
     results = baseline.compare_entries(transformer, old, baseline.TimePolicy())
     prefixes = ("baseline.new", "baseline.op:", "baseline.gone")
     ops = [r for r in results if r.name.startswith(prefixes)]
@@ -238,7 +237,7 @@ def test_memory_compares_exactly(mlp: Report, mlp_worse: Report) -> None:
     """Per-device argument/output/temp bytes equal XLA's memory_analysis() of each fixture."""
     old, new = baseline.entry_from_report(mlp), baseline.entry_from_report(mlp_worse)
     for entry, name in ((old, "mlp"), (new, "mlp_worse")):
-        xla = json.loads((FIXTURES / name / "memory_analysis.json").read_text())
+        xla = json.loads((FIXTURES_DIR / name / "memory_analysis.json").read_text())
         (facts,) = entry.memory.values()
         assert facts.argument_bytes == xla["argument_size_in_bytes"]
         assert facts.output_bytes == xla["output_size_in_bytes"]

@@ -10,7 +10,6 @@ TF32, as XLA's rule says).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +17,7 @@ import profan
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.hlo import parse_file
 from profan.hlo.views import backend_config
-from tests.conftest import gpu_chip, gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
+from tests.conftest import FIXTURES_DIR, gpu_chip, gpu_fixtures
 
 # ---------------------------------------------------------------------------- TPU
 
@@ -129,7 +125,7 @@ def test_every_library_call_of_the_gpu_fixture_runs_below_its_precision_aware_pe
 ) -> None:
     """Real: measured FLOP/s of each cuBLAS/cuDNN call (meta.json's hand-worked FLOPs over the
     trace's mean duration) stays below the peak for its dtype and precision."""
-    folder = FIXTURES / name
+    folder = FIXTURES_DIR / name
     meta = json.loads((folder / "meta.json").read_text())
     truth = {program["module_name"]: program["truth"] for program in meta["programs"]}
     profile = profan.load(str(folder / "trace"))

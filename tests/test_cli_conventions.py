@@ -8,15 +8,14 @@ from __future__ import annotations
 import io
 import json
 from importlib.metadata import version
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from profan.cli import main
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-TRANSFORMER = str(FIXTURES / "transformer")
+TRANSFORMER = str(FIXTURES_DIR / "transformer")
 
 
 def run(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, str]:
@@ -100,7 +99,7 @@ def test_bad_selection_is_one_line_exit_2(capsys, words) -> None:
 
 
 def test_diff_names_both_chips_and_has_formats(capsys) -> None:
-    a, b = str(FIXTURES / "gpu_transformer"), str(FIXTURES / "gpu_transformer_h200")
+    a, b = str(FIXTURES_DIR / "gpu_transformer"), str(FIXTURES_DIR / "gpu_transformer_h200")
     from profan.report.pipeline import report_for
 
     chip_a, chip_b = report_for(a).chip["name"], report_for(b).chip["name"]

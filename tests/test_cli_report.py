@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import FIXTURES_DIR, REPO_ROOT
+
+REPO = REPO_ROOT
 pytestmark = pytest.mark.slow
 
 
@@ -36,7 +38,7 @@ def profan(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def mlp_baseline(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("baseline")
-    done = profan(env, "report", str(REPO / "fixtures/mlp"), "--format", "json", "--out", str(out))
+    done = profan(env, "report", str(FIXTURES_DIR / "mlp"), "--format", "json", "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out / "report.json"
 
@@ -49,12 +51,12 @@ def budget_file(tmp_path: Path) -> Path:
 
 
 def test_report_terminal_plain_when_piped(env: dict[str, str]) -> None:
-    done = profan(env, "report", str(REPO / "fixtures/mlp"), "--top", "5")
+    done = profan(env, "report", str(FIXTURES_DIR / "mlp"), "--top", "5")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "\x1b[" not in out  # piped: no colour codes
     assert "device   8 × " in out
-    steps = json.loads((REPO / "fixtures/mlp/meta.json").read_text())["trace"]["steps"]
+    steps = json.loads((FIXTURES_DIR / "mlp/meta.json").read_text())["trace"]["steps"]
     assert f"steps    {steps} " in out
     assert "Top 5 ops of" in out
     assert "time by category" in out and "time by bound" in out
@@ -70,7 +72,7 @@ def test_the_program_leaves_its_output_whole(
     stops early is no error, and the exit code is ``main``'s."""
     from profan.cli import main
 
-    args = ["report", str(REPO / "fixtures/mlp"), "--format", "json"]
+    args = ["report", str(FIXTURES_DIR / "mlp"), "--format", "json"]
     done = profan(env, *args)
     assert done.returncode == 0, done.stderr
     assert main(args) == 0
@@ -88,7 +90,7 @@ def test_report_json_is_the_schema(env: dict[str, str], mlp_baseline: Path) -> N
     data = json.loads(mlp_baseline.read_text())
     assert data["schema_version"] == 3
     assert {"device", "chip", "steps", "summary", "ops", "unmatched"} <= set(data)
-    meta = json.loads((REPO / "fixtures/mlp/meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / "mlp/meta.json").read_text())
     assert data["summary"]["step_count"] == meta["trace"]["steps"]
     names = {op["name"] for op in data["ops"] if op["category"] == "collective"}
     assert names == {c["name"] for c in meta["hlo_collectives"]}
@@ -101,7 +103,7 @@ def test_check_unchanged_profile_passes(
 ) -> None:
     junit = tmp_path / "junit.xml"
     done = profan(
-        env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+        env, "check", str(FIXTURES_DIR / "mlp"), "--budget", str(budget_file),
         "--baseline", str(mlp_baseline), "--junit", str(junit),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -115,7 +117,7 @@ def test_check_worse_sharding_fails(
 ) -> None:
     junit = tmp_path / "junit.xml"
     done = profan(
-        env, "check", str(REPO / "fixtures/mlp_worse"), "--budget", str(budget_file),
+        env, "check", str(FIXTURES_DIR / "mlp_worse"), "--budget", str(budget_file),
         "--baseline", str(mlp_baseline), "--junit", str(junit), "--github",
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
@@ -143,7 +145,7 @@ def test_check_corrupt_trace_is_unusable_input(
 def test_check_bad_budget_is_unusable_input(env: dict[str, str], tmp_path: Path) -> None:
     bad = tmp_path / "profan.toml"
     bad.write_text("[budget]\nstep_time_s = 'soon'\n")
-    done = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(bad))
+    done = profan(env, "check", str(FIXTURES_DIR / "mlp"), "--budget", str(bad))
     assert done.returncode == 2
     assert f"{bad}: budget.step_time_s: must be a number, got a string" in done.stderr
     assert "Traceback" not in done.stderr
@@ -162,7 +164,7 @@ def test_check_absolute_budgets(env: dict[str, str], tmp_path: Path, mlp_baselin
 
 
 def test_diff_names_the_new_all_gather(env: dict[str, str], mlp_baseline: Path) -> None:
-    done = profan(env, "diff", str(mlp_baseline), str(REPO / "fixtures/mlp_worse"))
+    done = profan(env, "diff", str(mlp_baseline), str(FIXTURES_DIR / "mlp_worse"))
     assert done.returncode == 0, done.stderr
     assert "step time (median)" in done.stdout
     assert "new in B: all-gather" in done.stdout
@@ -173,7 +175,7 @@ def test_diff_names_the_new_all_gather(env: dict[str, str], mlp_baseline: Path) 
     assert lines[heading + 1].startswith("  ")
     # at 100 columns an op's matching key moves to its own line
     narrow = profan(
-        {**env, "COLUMNS": "100"}, "diff", str(mlp_baseline), str(REPO / "fixtures/mlp_worse")
+        {**env, "COLUMNS": "100"}, "diff", str(mlp_baseline), str(FIXTURES_DIR / "mlp_worse")
     )
     changes = [line for line in narrow.stdout.splitlines() if " -> " in line]
     assert changes and all(len(line) <= 100 for line in changes)
@@ -181,7 +183,7 @@ def test_diff_names_the_new_all_gather(env: dict[str, str], mlp_baseline: Path) 
 
 
 def test_annotate_prints_hlo_with_times(env: dict[str, str]) -> None:
-    done = profan(env, "annotate", str(REPO / "fixtures/mlp"))
+    done = profan(env, "annotate", str(FIXTURES_DIR / "mlp"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     annotated = [line for line in lines if "// profan: measured" in line]
@@ -192,7 +194,7 @@ def test_annotate_prints_hlo_with_times(env: dict[str, str]) -> None:
 
 def test_report_html_and_md_write_files(env: dict[str, str], tmp_path: Path) -> None:
     done = profan(
-        env, "report", str(REPO / "fixtures/mlp"), "--format", "md", "--out", str(tmp_path)
+        env, "report", str(FIXTURES_DIR / "mlp"), "--format", "md", "--out", str(tmp_path)
     )
     assert done.returncode == 0, done.stderr
     md = (tmp_path / "report.md").read_text()
@@ -200,9 +202,9 @@ def test_report_html_and_md_write_files(env: dict[str, str], tmp_path: Path) -> 
 
 
 def test_report_refuses_to_write_into_trace_dir(env: dict[str, str]) -> None:
-    target = REPO / "fixtures/mlp/out"
+    target = FIXTURES_DIR / "mlp/out"
     done = profan(
-        env, "report", str(REPO / "fixtures/mlp"), "--format", "json", "--out", str(target)
+        env, "report", str(FIXTURES_DIR / "mlp"), "--format", "json", "--out", str(target)
     )
     assert done.returncode == 2 and not target.exists()
 
@@ -217,14 +219,14 @@ def test_report_tpu_trace(env: dict[str, str], corpus_dir: Path) -> None:
 @pytest.mark.parametrize("columns", [80, 100])
 def test_report_fits_columns(env: dict[str, str], columns: int) -> None:
     """``COLUMNS`` sets the width when piped: no line wider, the key columns all there."""
-    done = profan({**env, "COLUMNS": str(columns)}, "report", str(REPO / "fixtures/transformer"))
+    done = profan({**env, "COLUMNS": str(columns)}, "report", str(FIXTURES_DIR / "transformer"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= columns
     header = next(line for line in lines if line.startswith("op "))
     for key in ("op", "category", "measured", "ideal", "bound", "eff"):
         assert key in header.split(), header
-    wide = profan({**env, "COLUMNS": "250"}, "report", str(REPO / "fixtures/transformer"))
+    wide = profan({**env, "COLUMNS": "250"}, "report", str(FIXTURES_DIR / "transformer"))
     assert max(len(line) for line in wide.stdout.splitlines()) > columns
 
 
@@ -235,7 +237,7 @@ def test_check_against_a_per_machine_baseline_file(
     against it and mlp_worse fails on the all-gather its sharding adds."""
     baseline = tmp_path / "baselines" / "mlp.json"
     done = profan(
-        env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+        env, "check", str(FIXTURES_DIR / "mlp"), "--budget", str(budget_file),
         "--baseline", str(baseline), "--update-baseline",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -243,17 +245,17 @@ def test_check_against_a_per_machine_baseline_file(
     assert recorded["format"] == "profan-baseline" and list(recorded["machines"]) == ["CPU/cpu"]
     assert f"recorded CPU/cpu in {baseline}" in done.stderr
 
-    same = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+    same = profan(env, "check", str(FIXTURES_DIR / "mlp"), "--budget", str(budget_file),
                   "--baseline", str(baseline))  # fmt: skip
     assert same.returncode == 0, same.stdout + same.stderr
-    worse = profan(env, "check", str(REPO / "fixtures/mlp_worse"), "--budget", str(budget_file),
+    worse = profan(env, "check", str(FIXTURES_DIR / "mlp_worse"), "--budget", str(budget_file),
                    "--baseline", str(baseline), "--github")  # fmt: skip
     assert worse.returncode == 1, worse.stdout + worse.stderr
     failed = [line for line in worse.stdout.splitlines() if line.startswith("FAIL")]
     assert any("all-gather" in line for line in failed), failed
     assert "::error" in worse.stdout  # annotations for the failed rows
 
-    alone = profan(env, "check", str(REPO / "fixtures/mlp"), "--budget", str(budget_file),
+    alone = profan(env, "check", str(FIXTURES_DIR / "mlp"), "--budget", str(budget_file),
                    "--update-baseline")  # fmt: skip
     assert alone.returncode == 2 and "--update-baseline needs --baseline" in alone.stderr
 

@@ -14,14 +14,12 @@ import pytest
 
 from profan.cost import CostModel, estimate
 from profan.hlo.parser import parse_instruction, parse_module
-from tests.conftest import gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 
 @pytest.fixture(scope="module", params=gpu_fixtures("gpu_transformer_nocb"))
 def scanned(request: pytest.FixtureRequest) -> CostModel:
-    hlo = FIXTURES / request.param / "hlo"
+    hlo = FIXTURES_DIR / request.param / "hlo"
     (dump,) = [p for p in hlo.glob("*after_optimizations.txt") if "buffer" not in p.name]
     return CostModel(parse_module(dump.read_text(), file=str(dump)))
 
@@ -139,7 +137,9 @@ def test_roofline_bytes_never_exceed_xlas_on_any_module(corpus_dir: Path) -> Non
     root = corpus_dir / "hlo" / "xla"
     rows = [json.loads(line) for line in (root / "MANIFEST.jsonl").read_text().splitlines()]
     files = [root / row["file"] for row in rows if row.get("xla_parses")]
-    files += [p for p in FIXTURES.glob("*/hlo/*after_optimizations.txt") if "buffer" not in p.name]
+    files += [
+        p for p in FIXTURES_DIR.glob("*/hlo/*after_optimizations.txt") if "buffer" not in p.name
+    ]
     fusions = corrected = 0
     for path in files:
         text = path.read_text()

@@ -21,21 +21,20 @@ from profan.hlo import parse_file
 from profan.hlo.graph import scheduled_computations
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import backend_config, called_computations, custom_call_target
-from tests.conftest import gpu_fixtures
+from tests.conftest import FIXTURES_DIR, REPO_ROOT, gpu_fixtures
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
+ROOT = REPO_ROOT
 
 
 def _modules(group: str) -> dict[str, Module]:
     return {
         path.name.split(".")[1]: parse_file(str(path))
-        for path in (FIXTURES / group / "hlo").glob("*after_optimizations.txt")
+        for path in (FIXTURES_DIR / group / "hlo").glob("*after_optimizations.txt")
     }
 
 
 def _truth(group: str) -> dict[str, dict]:
-    meta = json.loads((FIXTURES / group / "meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / group / "meta.json").read_text())
     return {program["module_name"]: program["truth"] for program in meta["programs"]}
 
 

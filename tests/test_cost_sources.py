@@ -8,12 +8,11 @@ from pathlib import Path
 from profan.cost import CostModel, estimate
 from profan.hlo.parser import parse_instruction, parse_module
 from profan.hlo.shapes import is_unknown
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 def test_ops_of_a_real_module_are_costed_from_the_hlo() -> None:
-    (dump,) = (FIXTURES / "matmul" / "hlo").glob("*after_optimizations.txt")
+    (dump,) = (FIXTURES_DIR / "matmul" / "hlo").glob("*after_optimizations.txt")
     module = parse_module(dump.read_text(), file=str(dump))
     model = CostModel(module)
     costs = [model.estimate(i) for i in module.instructions()]

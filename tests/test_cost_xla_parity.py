@@ -15,28 +15,27 @@ Known, explained differences (both far inside the tolerances):
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from profan.cost import module_totals
 from profan.hlo.parser import parse_module
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # The CPU programs' fixtures: one program each, with its truth (the GPU groups hold several
 # programs and have tests of their own).
 NAMES = sorted(
     p.parent.name
-    for p in FIXTURES.glob("*/meta.json")
+    for p in FIXTURES_DIR.glob("*/meta.json")
     if "programs" not in json.loads(p.read_text())
 )
 
 
 def _module_and_truth(name: str):
-    meta = json.loads((FIXTURES / name / "meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / name / "meta.json").read_text())
     files = [f["file"] for f in meta["hlo_files"] if "after_optimizations" in f["file"]]
     assert files, f"{name}: no after_optimizations dump listed in meta.json"
-    path = FIXTURES / name / files[0]
+    path = FIXTURES_DIR / name / files[0]
     return parse_module(path.read_text(), file=str(path)), meta["cost_analysis"]
 
 

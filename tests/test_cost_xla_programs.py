@@ -14,15 +14,15 @@ on all of them (checked to 1e-6 below).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from profan.cost import module_totals
 from profan.hlo.parser import parse_module
+from tests.conftest import FIXTURES_DIR
 
-GROUP = Path(__file__).resolve().parent.parent / "fixtures" / "xla_programs"
+GROUP = FIXTURES_DIR / "xla_programs"
 # Listed, not globbed: a program missing from the fixtures fails instead of going unchecked.
 PROGRAMS = (
     "argsort",

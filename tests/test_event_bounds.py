@@ -20,9 +20,10 @@ from profan.errors import EXIT_BAD_INPUT, TraceError
 from profan.trace.bounds import MIN_OP_SPACING_PS, SUSTAINED_EVENTS
 from profan.trace.schema import load_schema
 from profan.trace.wire import encode_varint
+from tests.conftest import FIXTURES_DIR, REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
-MLP = REPO / "fixtures" / "mlp"
+REPO = REPO_ROOT
+MLP = FIXTURES_DIR / "mlp"
 # stats of a real op event of the mlp trace: hlo_op, hlo_module, program_id, device_ordinal
 _OP_STATS = bytes.fromhex("22040814381522040816200a220408172018220408182000")
 
@@ -129,7 +130,7 @@ def test_max_events_that_is_not_a_number(tmp_path: Path) -> None:
 
 def test_real_traces_are_far_below_the_density_bound(corpus_dir: Path) -> None:
     # every real trace at hand: its densest device runs < 1/50 of the bound's op rate
-    paths = [MLP, REPO / "fixtures" / "transformer", REPO / "fixtures" / "gpu_transformer"]
+    paths = [MLP, FIXTURES_DIR / "transformer", FIXTURES_DIR / "gpu_transformer"]
     paths += [corpus_dir / "traces" / "tpu_v6e_inference.xplane.pb"]
     for path in paths:
         ops = profan.load(str(path)).ops

@@ -24,15 +24,14 @@ from profan.cli import main
 from profan.export import exportable
 from profan.export.counters import SERIES
 from profan.export.figures import EFFICIENCY, op_args
-from tests.conftest import InCorpus, located, named_params
+from tests.conftest import FIXTURES_DIR, REPO_ROOT, InCorpus, located, named_params
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
+ROOT = REPO_ROOT
 TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
 TRACES: dict[str, Path | InCorpus] = {
-    "cpu": FIXTURES / "transformer",
-    "pod": FIXTURES / "multihost",
-    "gpu": FIXTURES / "gpu_transformer",
+    "cpu": FIXTURES_DIR / "transformer",
+    "pod": FIXTURES_DIR / "multihost",
+    "gpu": FIXTURES_DIR / "gpu_transformer",
     "tpu": TPU_TRACE,
 }
 METADATA_NAMES = {"process_name", "process_labels", "process_sort_index", "thread_name",
@@ -265,7 +264,7 @@ def test_counters_never_exceed_the_roofline_or_the_chip(chrome) -> None:  # type
 def test_a_trace_viewer_json_input_exports_its_executions(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """A profile read from the trace viewer's JSON (no xplane beside it) has no lines to join:
     each device's executions go on one thread; it has no xplane to annotate (exit 2)."""
-    (source,) = sorted((FIXTURES / "transformer" / "trace").rglob("*.trace.json.gz"))
+    (source,) = sorted((FIXTURES_DIR / "transformer" / "trace").rglob("*.trace.json.gz"))
     target = tmp_path / "from_json.json"
     assert main(["export", str(source), "--output", str(target)]) == 0
     document = json.loads(target.read_text(encoding="utf-8"))

@@ -27,15 +27,14 @@ from typing import Any
 import pytest
 
 from profan.cli import main
-from tests.conftest import InCorpus, located, named_params
+from tests.conftest import FIXTURES_DIR, REPO_ROOT, InCorpus, located, named_params
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
+ROOT = REPO_ROOT
 TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
 BRIDGE = Path(__file__).resolve().parent / "perfetto_bridge.js"
 TRACES: dict[str, Path | InCorpus] = {
-    "cpu": FIXTURES / "transformer",
-    "gpu": FIXTURES / "gpu_transformer",
+    "cpu": FIXTURES_DIR / "transformer",
+    "gpu": FIXTURES_DIR / "gpu_transformer",
     "tpu": TPU_TRACE,
 }
 

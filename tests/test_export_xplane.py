@@ -26,17 +26,16 @@ from profan.export import exportable
 from profan.export.figures import EFFICIENCY, UNKNOWN, op_args
 from profan.trace import load
 from profan.trace.schema import load_schema
-from tests.conftest import InCorpus, located, named_params
+from tests.conftest import FIXTURES_DIR, REPO_ROOT, InCorpus, located, named_params
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
-FIXTURES = ROOT / "fixtures"
 
 
 @functools.cache
 def _names() -> frozenset[str]:
     """Every stat name an annotated op event carries."""
-    report = exportable(str(FIXTURES / "transformer"))
+    report = exportable(str(FIXTURES_DIR / "transformer"))
     op = next(o for o in report.figures.ops if o.note is None)
     return frozenset({name for name, _ in op_args(op)} | {EFFICIENCY})
 
@@ -107,9 +106,9 @@ def _without_profan(space, original):  # type: ignore[no-untyped-def]
 
 
 TRACES: dict[str, Path | InCorpus] = {
-    "cpu": FIXTURES / "transformer",
-    "pod": FIXTURES / "multihost",
-    "gpu": FIXTURES / "gpu_transformer",
+    "cpu": FIXTURES_DIR / "transformer",
+    "pod": FIXTURES_DIR / "multihost",
+    "gpu": FIXTURES_DIR / "gpu_transformer",
     "tpu": TPU_TRACE,
 }
 
@@ -235,7 +234,7 @@ def test_xprof_trace_viewer_shows_profans_args(exported, tmp_path) -> None:  # t
 
 
 def test_a_read_only_trace_directory_works_and_is_never_written(tmp_path) -> None:
-    source = FIXTURES / "transformer"
+    source = FIXTURES_DIR / "transformer"
     trace = tmp_path / "ro"
     shutil.copytree(source, trace)
     files = sorted(p for p in trace.rglob("*") if p.is_file())
@@ -258,10 +257,10 @@ def test_a_read_only_trace_directory_works_and_is_never_written(tmp_path) -> Non
 
 
 def test_form_and_target_errors_are_one_line_with_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    trace = str(FIXTURES / "transformer")
+    trace = str(FIXTURES_DIR / "transformer")
     assert main(["export", trace, "--output", str(tmp_path / "x.txt")]) == 2
     assert "cannot tell the form" in capsys.readouterr().err
-    pod = str(FIXTURES / "multihost")
+    pod = str(FIXTURES_DIR / "multihost")
     assert main(["export", pod, "--output", str(tmp_path / "pod.xplane.pb")]) == 2
     assert "3 hosts" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
@@ -283,7 +282,7 @@ def test_a_pod_read_reduced_is_a_clear_error(tmp_path, capsys, monkeypatch) -> N
         ),
     )
     target = tmp_path / "pod.json"
-    assert main(["export", str(FIXTURES / "multihost"), "--output", str(target)]) == 2
+    assert main(["export", str(FIXTURES_DIR / "multihost"), "--output", str(target)]) == 2
     error = capsys.readouterr().err
     assert "read this pod reduced" in error and "one host at a time" in error
     assert not target.exists() and not list(tmp_path.iterdir())

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
+
 # A directory path ending in the repository's fixtures/ folder and a generator script.
 ABSOLUTE_SCRIPT = re.compile(rb"/(?:[\w.\-]+/)+fixtures/make_\w+\.py")
 MACHINE_ROOTS = re.compile(rb"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.\-]+/")
@@ -14,7 +15,7 @@ MACHINE_ROOTS = re.compile(rb"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.\-]+/"
 def _fixture_files() -> list[Path]:
     return [
         path
-        for path in sorted(FIXTURES.rglob("*"))
+        for path in sorted(FIXTURES_DIR.rglob("*"))
         if path.is_file() and path.suffix not in (".py", ".md")
     ]
 
@@ -23,7 +24,7 @@ def test_fixture_files_hold_no_absolute_script_path() -> None:
     files = _fixture_files()
     assert len(files) > 50  # the dumps, traces and meta files are all there
     offenders = [
-        str(p.relative_to(FIXTURES)) for p in files if ABSOLUTE_SCRIPT.search(p.read_bytes())
+        str(p.relative_to(FIXTURES_DIR)) for p in files if ABSOLUTE_SCRIPT.search(p.read_bytes())
     ]
     assert offenders == []
 
@@ -34,11 +35,11 @@ def test_fixture_text_holds_no_machine_directory() -> None:
         if path.suffix in (".txt", ".json"):
             found = MACHINE_ROOTS.search(path.read_bytes())
             if found:
-                offenders.append(f"{path.relative_to(FIXTURES)}: {found.group(0)!r}")
+                offenders.append(f"{path.relative_to(FIXTURES_DIR)}: {found.group(0)!r}")
     assert offenders == []
 
 
 def test_source_lines_still_name_the_generator() -> None:
     # The rewrite kept the file name: stack frames now name the script relative to the repo.
-    dump = next((FIXTURES / "matmul" / "hlo").glob("*after_optimizations.txt"))
+    dump = next((FIXTURES_DIR / "matmul" / "hlo").glob("*after_optimizations.txt"))
     assert '"fixtures/make_fixtures.py"' in dump.read_text()

@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 
 from profan.errors import EXIT_BAD_INPUT, ProfanError
 from profan.paths import data_path
+from tests.conftest import FIXTURES_DIR
 
 pytestmark = pytest.mark.slow
 
-MATMUL = Path(__file__).resolve().parent.parent / "fixtures" / "matmul"
+MATMUL = FIXTURES_DIR / "matmul"
 (XPLANE,) = sorted((MATMUL / "trace").rglob("*.xplane.pb"))
 HLO_TEXT = (MATMUL / "hlo" / "module_0012.jit_matmul.cpu_after_optimizations.txt").read_text()
 FUZZ = settings(

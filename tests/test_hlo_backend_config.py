@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from profan.hlo import parse_file, parse_instruction
 from profan.hlo.mlir_attributes import decode_attribute_dict
 from profan.hlo.views import backend_config, trip_count
-from tests.conftest import gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 
 def test_synthetic_te_attention_config_decodes_to_numbers() -> None:
@@ -52,7 +48,7 @@ def test_synthetic_attribute_forms() -> None:
 
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
 def test_pallas_triton_call_config_from_a_real_gpu_dump(name: str) -> None:
-    hlo_dir = FIXTURES / name / "hlo"
+    hlo_dir = FIXTURES_DIR / name / "hlo"
     dump = next(hlo_dir.glob("*jit_pallas_matmul.*after_optimizations.txt"))
     module = parse_file(str(dump))
     call = next(i for i in module.instructions() if i.opcode == "custom-call")

@@ -15,6 +15,7 @@ import pytest
 from profan.errors import HloSyntaxError
 from profan.hlo import Module, parse_instruction, parse_module
 from profan.hlo.printer import module_to_text
+from tests.conftest import FIXTURES_DIR
 from tests.conftest import HloCorpusOutcome as Outcome
 from tests.test_hlo_verify import VERIFIER_REJECTS
 
@@ -166,7 +167,7 @@ def test_mesh_form_groups_name_their_mesh(outcomes: list[Outcome]) -> None:
     from profan.hlo import parse_file
     from profan.hlo.devices import decode_replica_groups, replica_groups_mesh
 
-    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    fixtures = FIXTURES_DIR
     modules = [o.module for o in outcomes if o.module is not None and o.row["xla_parses"]]
     modules += [parse_file(str(p)) for p in fixtures.glob("**/hlo/*after_optimizations.txt")]
     meshes = bad = 0

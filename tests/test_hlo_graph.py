@@ -17,19 +17,17 @@ from profan.hlo import parse_file, parse_module
 from profan.hlo.graph import ModuleGraph, scheduled_computations
 from profan.hlo.model import Module
 from profan.trace import load
-from tests.conftest import gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 
 def _dumps() -> list[Path]:
     """Every after-optimizations dump of the fixtures (XLA-printed)."""
-    return sorted(FIXTURES.glob("*/hlo/*after_optimizations.txt"))
+    return sorted(FIXTURES_DIR.glob("*/hlo/*after_optimizations.txt"))
 
 
 def test_scan_loop_body_runs_as_often_as_the_trace_shows() -> None:
     # 3 scanned layers: the while body runs 3 times per step, its condition 4 times.
-    module = parse_file(str(next((FIXTURES / "scan_layers" / "hlo").glob("*after_opt*"))))
+    module = parse_file(str(next((FIXTURES_DIR / "scan_layers" / "hlo").glob("*after_opt*"))))
     scheduled = {s.computation.name: s for s in scheduled_computations(module)}
     loop = next(i for i in module.entry if i.opcode == "while")
     body = scheduled[loop.attributes["body"].lstrip("%")]
@@ -38,7 +36,7 @@ def test_scan_loop_body_runs_as_often_as_the_trace_shows() -> None:
     assert body.count_is_exact and condition.count_is_exact
     assert scheduled[module.entry.name].count == 1
 
-    profile = load(str(FIXTURES / "scan_layers" / "trace"))
+    profile = load(str(FIXTURES_DIR / "scan_layers" / "trace"))
     runs_of_entry = Counter()
     runs = Counter()
     checked = 0
@@ -151,7 +149,7 @@ def _users_by_inversion(module: Module) -> dict[tuple[str, str], list[str]]:
 
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 def test_users_invert_operands_on_the_gpu_train_step(name: str) -> None:
-    module = parse_file(str(next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))))
+    module = parse_file(str(next((FIXTURES_DIR / name / "hlo").glob("*after_optimizations.txt"))))
     graph = ModuleGraph(module)
     expected = _users_by_inversion(module)
     total = 0

@@ -21,9 +21,7 @@ from profan.hlo import parse_file, parse_module
 from profan.hlo.model import Computation, Module
 from profan.hlo.printer import module_to_text
 from profan.trace import load
-from tests.conftest import gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 
 def _xla_counts(text: str) -> tuple[int, int] | None:
@@ -92,11 +90,11 @@ def test_tuple_elements_of_the_gpu_dump_are_the_hloproto_ones(fixture: str) -> N
     # JAX 0.11.2 prints `%arg_tuple.1#26` where the IR has a get-tuple-element: with the
     # elements made explicit, the module is the one the profiler's HloProto holds, instruction
     # for instruction, operand for operand.
-    dump = next((FIXTURES / fixture / "hlo").glob("*after_optimizations.txt"))
+    dump = next((FIXTURES_DIR / fixture / "hlo").glob("*after_optimizations.txt"))
     text_module = parse_file(str(dump))
     proto = next(
         m
-        for m in load(str(FIXTURES / fixture / "trace")).modules.values()
+        for m in load(str(FIXTURES_DIR / fixture / "trace")).modules.values()
         if m.name == text_module.name
     )
     assert _counts(text_module) == _counts(proto)

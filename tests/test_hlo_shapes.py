@@ -19,8 +19,8 @@ from profan.hlo.model import Shape
 from profan.hlo.shapes import decode_shape, is_unknown, shape_to_text
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.xplane import read_host
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # An array shape as the grammar's SHAPE token reads it (hlo.lark: _SHAPE_TEXT).
 _SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]\n]*\](?:[ \t]*\{(?:[^{}\n=%\"]|\{[^{}\n=%\"]*\})*\})?")
 _DTYPE_NAMES = r"(?:pred|[suf]\d+|bf16|c64|c128|f8e\w+|f4e2m1fn|token|opaque)"
@@ -42,7 +42,7 @@ def _shape_tokens(text: str) -> set[str]:
 def test_every_printed_shape_prints_back_as_xla_wrote_it(corpus_dir: Path) -> None:
     texts = [p.read_text(errors="replace") for p in (corpus_dir / "hlo" / "xla").glob("*.hlo")]
     texts += [p.read_text() for p in (corpus_dir / "traces" / "tpu_v6e_inference.hlo").iterdir()]
-    texts += [p.read_text() for p in FIXTURES.glob("**/hlo/*.txt")]
+    texts += [p.read_text() for p in FIXTURES_DIR.glob("**/hlo/*.txt")]
     tokens: set[str] = set()
     for text in texts:
         tokens |= _shape_tokens(text)
@@ -110,7 +110,7 @@ def test_tpu_trace_shapes_print_as_xla_printed_them(corpus_dir: Path) -> None:
 
 def _fixture_pairs() -> list[tuple[Path, Path]]:
     pairs = []
-    for dump in sorted(FIXTURES.glob("*/hlo/*after_optimizations.txt")):
+    for dump in sorted(FIXTURES_DIR.glob("*/hlo/*after_optimizations.txt")):
         trace = dump.parent.parent / "trace"
         if trace.is_dir():
             pairs.append((dump, next(trace.rglob("*.xplane.pb"))))

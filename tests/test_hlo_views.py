@@ -20,14 +20,13 @@ from profan.hlo.views import (
     source_target_pairs,
     trip_count,
 )
+from tests.conftest import FIXTURES_DIR
 from tests.test_hlo_verify import VERIFIER_REJECTS
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def test_device_groups_of_the_collectives_fixture_equal_jax_truth() -> None:
-    meta = json.loads((FIXTURES / "collectives" / "meta.json").read_text())
-    module = parse_file(str(next((FIXTURES / "collectives" / "hlo").glob("*after_opt*"))))
+    meta = json.loads((FIXTURES_DIR / "collectives" / "meta.json").read_text())
+    module = parse_file(str(next((FIXTURES_DIR / "collectives" / "hlo").glob("*after_opt*"))))
     by_name = {i.name: i for i in module.instructions()}
     truth = meta["truth"]["collectives"]
     printed = meta["hlo_collectives"]
@@ -137,8 +136,8 @@ def test_the_program_mesh_in_the_before_optimizations_dump_is_jax_mesh(name: str
     from profan.hlo.devices import decode_sdy_mesh
     from profan.hlo.views import frontend_attribute
 
-    meta = json.loads((FIXTURES / name / "meta.json").read_text())["mesh"]
-    dump = next((FIXTURES / name / "hlo").glob("*before_optimizations.txt"))
+    meta = json.loads((FIXTURES_DIR / name / "meta.json").read_text())["mesh"]
+    dump = next((FIXTURES_DIR / name / "hlo").glob("*before_optimizations.txt"))
     module = parse_file(str(dump))
     meshes = frontend_attribute(module.attributes.get("frontend_attributes"), "xla.sdy.meshes")
     assert meshes is not None

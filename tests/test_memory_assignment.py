@@ -18,9 +18,8 @@ import pytest
 from profan.memory import ProgramMemory, analyze_trace
 from profan.memory.model import ALIASED, KINDS, MemoryReport
 from profan.memory.source import decode, from_trace
-from tests.conftest import gpu_chip, gpu_fixtures
+from tests.conftest import FIXTURES_DIR, gpu_chip, gpu_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CPU_PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer", "fsdp", "scan_layers")
 GPU_FIXTURES = (
     *gpu_fixtures("gpu_kernels"),
@@ -37,7 +36,7 @@ TOTALS = {
 
 @cache
 def _report(name: str) -> MemoryReport:
-    return analyze_trace(FIXTURES / name / "trace", use_cache=False)
+    return analyze_trace(FIXTURES_DIR / name / "trace", use_cache=False)
 
 
 def _program(name: str, module_name: str) -> ProgramMemory:
@@ -51,7 +50,7 @@ def _program(name: str, module_name: str) -> ProgramMemory:
 
 
 def _oracle(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / name / "memory_analysis.json").read_text())
+    return json.loads((FIXTURES_DIR / name / "memory_analysis.json").read_text())
 
 
 @pytest.mark.parametrize("name", CPU_PROGRAMS)
@@ -73,7 +72,9 @@ def test_cpu_oracle_describes_the_traced_compilation(name: str) -> None:
     oracle = _oracle(name)
     assert oracle["matches_trace_buffer_assignment"] is True
     (program,) = [
-        p for p in from_trace(FIXTURES / name / "trace").programs if p.name == oracle["module_name"]
+        p
+        for p in from_trace(FIXTURES_DIR / name / "trace").programs
+        if p.name == oracle["module_name"]
     ]
     proto, _ = decode(program, use_cache=False)
     assignment = proto.buffer_assignment
@@ -85,7 +86,7 @@ def test_cpu_oracle_describes_the_traced_compilation(name: str) -> None:
 def _gpu_programs() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for name in GPU_FIXTURES:
-        meta = json.loads((FIXTURES / name / "meta.json").read_text())
+        meta = json.loads((FIXTURES_DIR / name / "meta.json").read_text())
         found += [(name, p) for p in meta["programs"] if p.get("memory_analysis")]
     return found
 
@@ -114,7 +115,7 @@ def test_gpu_totals_and_peak_equal_xla(name: str, program: dict[str, Any]) -> No
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 def test_gpu_transformer_donation_and_breakdown(name: str) -> None:
     program = _program(name, "jit_train_step")
-    meta = json.loads((FIXTURES / name / "meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / name / "meta.json").read_text())
     (truth,) = [p for p in meta["programs"] if p["name"] == "train_step"]
     assert program.alias_bytes == truth["memory_analysis"]["alias_size_in_bytes"] > 0
     donated = [b for b in program.live_at_peak if b.kind == ALIASED]

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from profan.cli import main
-from tests.conftest import gpu_chip, gpu_fixtures
+from tests.conftest import FIXTURES_DIR, gpu_chip, gpu_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-MLP_DUMP = FIXTURES / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
+MLP_DUMP = FIXTURES_DIR / "mlp" / "hlo" / "module_0024.jit_train_step.cpu_after_optimizations.txt"
 
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -23,8 +22,8 @@ def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 
 def test_json_has_one_entry_per_program_with_the_issue_fields(capsys) -> None:
-    report = _json(capsys, str(FIXTURES / "mlp"))
-    oracle = json.loads((FIXTURES / "mlp" / "memory_analysis.json").read_text())
+    report = _json(capsys, str(FIXTURES_DIR / "mlp"))
+    oracle = json.loads((FIXTURES_DIR / "mlp" / "memory_analysis.json").read_text())
     fields = {
         "module",
         "memory_space",
@@ -48,7 +47,7 @@ def test_json_has_one_entry_per_program_with_the_issue_fields(capsys) -> None:
 
 def test_module_filter_and_top(capsys) -> None:
     report = _json(
-        capsys, str(FIXTURES / "mlp" / "trace"), "--module", "jit_train_step", "--top", "3"
+        capsys, str(FIXTURES_DIR / "mlp" / "trace"), "--module", "jit_train_step", "--top", "3"
     )
     (entry,) = report["memory"]
     assert entry["module"] == "jit_train_step(24)"
@@ -58,7 +57,7 @@ def test_module_filter_and_top(capsys) -> None:
 
 def test_hlo_file_gives_the_estimate(capsys) -> None:
     report = _json(capsys, str(MLP_DUMP))
-    oracle = json.loads((FIXTURES / "mlp" / "memory_analysis.json").read_text())
+    oracle = json.loads((FIXTURES_DIR / "mlp" / "memory_analysis.json").read_text())
     (entry,) = report["memory"]
     assert entry["source"] == "estimate"
     assert entry["argument_bytes"] == oracle["argument_size_in_bytes"]
@@ -73,7 +72,7 @@ def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str, name: str) ->
         main(
             [
                 "memory",
-                str(FIXTURES / name),
+                str(FIXTURES_DIR / name),
                 "--module",
                 "jit_train_step",
                 "--format",
@@ -94,7 +93,12 @@ def test_text_formats_show_peak_buffers_and_chip(capsys, fmt: str, name: str) ->
 
 def test_chip_override(capsys) -> None:
     report = _json(
-        capsys, str(FIXTURES / "gpu_transformer"), "--module", "jit_train_step", "--chip", "h200"
+        capsys,
+        str(FIXTURES_DIR / "gpu_transformer"),
+        "--module",
+        "jit_train_step",
+        "--chip",
+        "h200",
     )
     assert report["chip"] == "h200" and report["hbm_bytes"] == 141e9
     (entry,) = report["memory"]
@@ -104,19 +108,19 @@ def test_chip_override(capsys) -> None:
 def test_bad_inputs_exit_2_with_a_message(capsys, tmp_path: Path) -> None:
     assert main(["memory", str(tmp_path / "missing")]) == 2
     assert "profan: error" in capsys.readouterr().err
-    assert main(["memory", str(FIXTURES / "mlp"), "--module", "nope"]) == 2
+    assert main(["memory", str(FIXTURES_DIR / "mlp"), "--module", "nope"]) == 2
     assert "no program named 'nope'" in capsys.readouterr().err
     bad = tmp_path / "bad.txt"
     bad.write_text("HloModule broken\n\nENTRY %e {\n  ROOT %x = f32[ parameter(0)\n}\n")
     assert main(["memory", str(bad)]) == 2
     assert "bad.txt" in capsys.readouterr().err
-    assert main(["memory", str(FIXTURES / "mlp"), "--chip", "no-such-chip"]) == 2
+    assert main(["memory", str(FIXTURES_DIR / "mlp"), "--chip", "no-such-chip"]) == 2
 
 
 def test_json_trace_without_xplane_is_a_clear_error(capsys, tmp_path: Path) -> None:
     run = tmp_path / "plugins" / "profile" / "r1"
     run.mkdir(parents=True)
-    (json_trace,) = (FIXTURES / "mlp" / "trace").rglob("*.trace.json.gz")
+    (json_trace,) = (FIXTURES_DIR / "mlp" / "trace").rglob("*.trace.json.gz")
     (run / json_trace.name).write_bytes(json_trace.read_bytes())
     assert main(["memory", str(tmp_path)]) == 2
     assert "xplane" in capsys.readouterr().err
@@ -126,7 +130,7 @@ def test_nothing_is_written_near_the_trace(tmp_path: Path, capsys) -> None:
     import shutil
 
     copy = tmp_path / "mlp"
-    shutil.copytree(FIXTURES / "mlp" / "trace", copy)
+    shutil.copytree(FIXTURES_DIR / "mlp" / "trace", copy)
     before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
     assert main(["memory", str(copy)]) == 0
     assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before

@@ -22,10 +22,9 @@ from profan.report.build import Analysis, build_report
 from profan.report.config import RuleConfig
 from profan.report.model import Report
 from profan.report.pipeline import analyse
-from tests.conftest import gpu_fixtures
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-STATE_STEPS = FIXTURES / "state_steps"
+STATE_STEPS = FIXTURES_DIR / "state_steps"
 MI300X = (
     "mi300x_jax08_attention",
     "mi300x_jax08_gemm",
@@ -117,8 +116,8 @@ def test_the_rule_names_each_input_and_what_donating_it_saves() -> None:
 def test_train_steps_that_do_not_donate_report_every_parameter(name: str) -> None:
     """Each of these SGD steps returns a new value of every parameter and donates none: every
     entry parameter JAX names as a parameter (``params…``, fsdp's ``w1``/``w2``) is reported."""
-    report = _report(FIXTURES / name)
-    modules = _analysis(FIXTURES / name).profile.modules
+    report = _report(FIXTURES_DIR / name)
+    modules = _analysis(FIXTURES_DIR / name).profile.modules
     (key,) = [key for key in modules if "step" in key]
     (entry,) = [e for e in report.memory if e["module"].split("(")[0] == key.split("(")[0]]
     state = {path for path in _parameter_paths(modules[key]) if path.startswith(("params", "w"))}
@@ -128,7 +127,7 @@ def test_train_steps_that_do_not_donate_report_every_parameter(name: str) -> Non
 
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 def test_a_train_step_that_donates_reports_nothing(name: str) -> None:
-    report = _report(FIXTURES / name)
+    report = _report(FIXTURES_DIR / name)
     assert report.memory[0]["alias_bytes"] > 0
     assert not [f for f in report.findings if f.rule == "undonated-input"]
 
@@ -163,7 +162,7 @@ def test_new_values_through_in_place_updates_but_not_through_mixing_ops() -> Non
     """XLA's own programs (fixtures/xla_programs): a dynamic-update-slice and a scatter-add are
     new values of the array they update; a sort, a cumsum, a matmul, a loop of tanh(y @ y) are
     not new values of anything, even where the shape is the input's."""
-    group = FIXTURES / "xla_programs"
+    group = FIXTURES_DIR / "xla_programs"
 
     def flows(name: str) -> dict:
         (dump,) = (group / name / "hlo").glob("*after_optimizations.txt")

@@ -17,15 +17,14 @@ from profan.hlo import parse_file
 from profan.hlo.parser import parse_module
 from profan.memory.estimate import ESTIMATE_NOTE, allocation_bytes, estimate
 from profan.memory.heap import ALLOC, FREE, SHARE_WITH, HeapEvent, replay
+from tests.conftest import FIXTURES_DIR
 from tests.test_hlo_verify import VERIFIER_REJECTS
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _dumps() -> list[tuple[str, Path, dict[str, Any]]]:
     """(label, HLO dump, XLA's memory analysis) of every fixture program that has both."""
     cases = []
-    for meta_path in sorted(FIXTURES.glob("*/meta.json")):
+    for meta_path in sorted(FIXTURES_DIR.glob("*/meta.json")):
         folder = meta_path.parent
         meta = json.loads(meta_path.read_text())
         oracle = folder / "memory_analysis.json"
@@ -39,11 +38,15 @@ def _dumps() -> list[tuple[str, Path, dict[str, Any]]]:
                 cases.append((f"{folder.name}/{program['name']}", dump, program["memory_analysis"]))
     for group in ("xla_programs", "all_to_all"):
         for name, oracle in json.loads(
-            (FIXTURES / group / "memory_analysis.json").read_text()
+            (FIXTURES_DIR / group / "memory_analysis.json").read_text()
         ).items():
-            meta = json.loads((FIXTURES / group / name / "meta.json").read_text())
+            meta = json.loads((FIXTURES_DIR / group / name / "meta.json").read_text())
             cases.append(
-                (f"{group}/{name}", FIXTURES / group / name / meta["hlo_files"][0]["file"], oracle)
+                (
+                    f"{group}/{name}",
+                    FIXTURES_DIR / group / name / meta["hlo_files"][0]["file"],
+                    oracle,
+                )
             )
     return cases
 

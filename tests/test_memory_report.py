@@ -16,10 +16,7 @@ from profan.report.config import RuleConfig
 from profan.report.memory import diff_lines, large_temporary, near_capacity
 from profan.report.model import Report
 from profan.report.pipeline import analyse
-from tests.conftest import gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -29,7 +26,7 @@ _NO_MEMORY_FLOOR = RuleConfig(min_saving_bytes=0, min_saving_memory_share=0)
 
 @cache
 def _report(name: str) -> Report:
-    return build_report(analyse(FIXTURES / name))
+    return build_report(analyse(FIXTURES_DIR / name))
 
 
 def test_section_has_the_programs_that_ran_with_the_analysis_figures() -> None:
@@ -37,7 +34,7 @@ def test_section_has_the_programs_that_ran_with_the_analysis_figures() -> None:
     (entry,) = report.memory  # only jit_train_step ran in the profiled window
     (expected,) = [
         p
-        for p in analyze_trace(FIXTURES / "mlp" / "trace", use_cache=False).programs
+        for p in analyze_trace(FIXTURES_DIR / "mlp" / "trace", use_cache=False).programs
         if p.module == "jit_train_step(24)"
     ]
     assert entry["module"] == "jit_train_step(24)"
@@ -59,7 +56,7 @@ def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
     """mlp's train step returns new W1 and W2 (f32[128,128] per device) without donating the
     old ones: two findings, 65,536 bytes each, naming JAX's argument paths."""
     # (65.5 kB is under the rule's floor: lowered here to see every undonated input)
-    report = build_report(analyse(FIXTURES / "mlp"), _NO_MEMORY_FLOOR)
+    report = build_report(analyse(FIXTURES_DIR / "mlp"), _NO_MEMORY_FLOOR)
     findings = [f for f in report.findings if f.rule == "undonated-input"]
     assert sorted(f.name for f in findings) == ["param", "param.2"]
     assert [("params[0]" in f.message, "params[1]" in f.message) for f in findings] == [
@@ -151,19 +148,19 @@ def test_check_command_fails_on_the_memory_budget(tmp_path: Path, capsys) -> Non
 
     toml = tmp_path / "profan.toml"
     toml.write_text("[budget]\npeak_hbm_bytes = 100000\n")
-    assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 1
+    assert main(["check", str(FIXTURES_DIR / "mlp"), "--budget", str(toml)]) == 1
     out = capsys.readouterr().out
     assert "peak_hbm" in out and "410 kB" in out
     toml.write_text("[budget]\npeak_hbm_bytes = 'big'\n")
-    assert main(["check", str(FIXTURES / "mlp"), "--budget", str(toml)]) == 2
+    assert main(["check", str(FIXTURES_DIR / "mlp"), "--budget", str(toml)]) == 2
 
 
 def test_report_of_a_json_trace_with_hlo_dumps_has_no_memory_section(tmp_path: Path) -> None:
     """trace.json files carry no compiled programs: the report still builds, without memory."""
     run = tmp_path / "plugins" / "profile" / "r1"
     run.mkdir(parents=True)
-    (json_trace,) = (FIXTURES / "mlp" / "trace").rglob("*.trace.json.gz")
+    (json_trace,) = (FIXTURES_DIR / "mlp" / "trace").rglob("*.trace.json.gz")
     (run / json_trace.name).write_bytes(json_trace.read_bytes())
-    report = build_report(analyse(tmp_path, hlo=str(FIXTURES / "mlp" / "hlo")))
+    report = build_report(analyse(tmp_path, hlo=str(FIXTURES_DIR / "mlp" / "hlo")))
     assert report.ops and report.memory == []
     assert not [f for f in report.findings if f.rule == "undonated-input"]

@@ -7,17 +7,18 @@ benchmarks/memory_xprof.py, which also writes the table in docs/memory.md.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.conftest import REPO_ROOT
 
 pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof is not installed (.[xprof])")
 
 # XProf's memory viewer on every program: the quick loop skips it (xprof: tests/test_xprof_*).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 def _crosscheck() -> ModuleType:

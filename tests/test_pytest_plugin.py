@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import FIXTURES_DIR, REPO_ROOT
+
+ROOT = REPO_ROOT
 
 PROJECT_CONFTEST = """
 import sys
@@ -25,8 +27,8 @@ PROJECT_TEST = f"""
 import pytest
 from profan.report.pipeline import report_for
 
-MLP = report_for({str(ROOT / "fixtures" / "mlp")!r})
-MLP_WORSE = report_for({str(ROOT / "fixtures" / "mlp_worse")!r})
+MLP = report_for({str(FIXTURES_DIR / "mlp")!r})
+MLP_WORSE = report_for({str(FIXTURES_DIR / "mlp_worse")!r})
 
 
 def test_budget_dict_passes(profan):

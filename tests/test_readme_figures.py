@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from profan.units import percent, seconds
+from tests.conftest import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 README = REPO / "README.md"
 IMG = REPO / "docs" / "img"
 MANIFEST = IMG / "screenshots.json"

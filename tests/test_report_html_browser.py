@@ -21,9 +21,10 @@ import pytest
 import profan
 from profan.report.pipeline import resolve_layout
 from tests.browser import VIEWPORT, browser, screenshots, visit
+from tests.conftest import FIXTURES_DIR, REPO_ROOT
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
 
 
@@ -61,8 +62,8 @@ def _build(trace: Path, out: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fixture_page(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    built = _build(REPO / "fixtures" / "transformer", tmp_path_factory.mktemp("transformer"))
-    dumps = sorted((REPO / "fixtures" / "transformer" / "hlo").glob("*after_optimizations.txt"))
+    built = _build(FIXTURES_DIR / "transformer", tmp_path_factory.mktemp("transformer"))
+    dumps = sorted((FIXTURES_DIR / "transformer" / "hlo").glob("*after_optimizations.txt"))
     built["hlo_line"] = lambda name, opcode: _line(dumps, name)
     return built
 

@@ -17,8 +17,7 @@ import pytest
 import profan
 from profan.roofline import score
 from profan.trace.schema import load_schema
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 @pytest.fixture(scope="module")
@@ -224,10 +223,10 @@ def test_step_ideal_is_below_measured_and_within_each_links_spans(v6e_profile, v
 
 
 @pytest.mark.parametrize(
-    "name", sorted(p.name for p in FIXTURES.iterdir() if (p / "trace").is_dir())
+    "name", sorted(p.name for p in FIXTURES_DIR.iterdir() if (p / "trace").is_dir())
 )
 def test_every_fixture_step_ideal_stays_below_measured(name: str) -> None:
-    result = score(profan.load(str(FIXTURES / name / "trace")))
+    result = score(profan.load(str(FIXTURES_DIR / name / "trace")))
     assert not result.steps.empty
     assert (result.steps["ideal_s"] <= result.steps["measured_s"]).all(), result.steps
     # CPU traces have no async line: any async done there keeps an undefined efficiency

@@ -7,25 +7,23 @@ import ast
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
 import profan
 from profan.roofline import score
 from profan.sharding import describe
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 def _load(name: str):  # type: ignore[no-untyped-def]
-    folder = FIXTURES / name
+    folder = FIXTURES_DIR / name
     return profan.load(str(folder / "trace"), hlo=str(folder / "hlo"))
 
 
 def _hlo_lines(name: str) -> dict[str, str]:
     """Instruction name -> its line in the dump, read with a regex (independent of the parser)."""
-    (dump,) = (FIXTURES / name / "hlo").glob("*after_optimizations.txt")
+    (dump,) = (FIXTURES_DIR / name / "hlo").glob("*after_optimizations.txt")
     lines: dict[str, str] = {}
     for line in dump.read_text().splitlines():
         match = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = ", line)
@@ -68,7 +66,7 @@ def test_collectives_carry_groups_and_mesh_axes_from_the_truth() -> None:
     profile = _load("collectives")
     shardings = {key: describe(module) for key, module in profile.modules.items()}
     result = score(profile, shardings=shardings)
-    truth = json.loads((FIXTURES / "collectives" / "meta.json").read_text())
+    truth = json.loads((FIXTURES_DIR / "collectives" / "meta.json").read_text())
     mesh = dict(zip(truth["mesh"]["axis_names"], truth["mesh"]["axis_sizes"], strict=True))
     by_kind = {c["kind"]: c for c in truth["truth"]["collectives"] if c["kind"] != "all-reduce"}
     rows = result.ops[result.ops["collective"].notna()]

@@ -22,10 +22,9 @@ import profan
 from profan.cost.kernels import SOURCES
 from profan.report.pipeline import describe_shardings, resolve_layout
 from profan.roofline import BOUNDS, Score, score
-from tests.conftest import corpus_params
+from tests.conftest import FIXTURES_DIR, corpus_params
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-FIXTURE_TRACES = sorted(p.name for p in FIXTURES.iterdir() if (p / "trace").is_dir())
+FIXTURE_TRACES = sorted(p.name for p in FIXTURES_DIR.iterdir() if (p / "trace").is_dir())
 CORPUS_NAMES = corpus_params("traces", "*.xplane.pb")
 _CACHE: dict[str, tuple[profan.Profile, Score]] = {}
 
@@ -53,7 +52,7 @@ def scored(request: pytest.FixtureRequest) -> tuple[profan.Profile, Score]:
     if name.endswith(".xplane.pb"):
         corpus = request.getfixturevalue("corpus_dir")  # skips without the corpus
         return _scored(corpus / "traces" / name)
-    return _scored(FIXTURES / name)
+    return _scored(FIXTURES_DIR / name)
 
 
 def test_no_step_runs_above_its_roofline(scored) -> None:

@@ -14,14 +14,12 @@ from profan.chips import get_chip
 from profan.cost import estimate
 from profan.hlo.parser import parse_module
 from profan.roofline import Score, op_times, score
-from tests.conftest import gpu_chip, gpu_fixtures
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR, gpu_chip, gpu_fixtures
 
 
 @pytest.fixture(scope="module", params=gpu_fixtures("gpu_kernels"))
 def kernels_folder(request: pytest.FixtureRequest) -> Path:
-    return FIXTURES / request.param
+    return FIXTURES_DIR / request.param
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from profan.cost import estimate
 from profan.hlo.parser import parse_module
 from profan.roofline import op_times, score, score_module
 from profan.trace.profile import OP_COLUMNS, DeviceInfo, Profile
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-MATMUL_HLO = next((FIXTURES / "matmul" / "hlo").glob("*after_optimizations.txt"))
+MATMUL_HLO = next((FIXTURES_DIR / "matmul" / "hlo").glob("*after_optimizations.txt"))
 
 
 def _matmul_profile(durations: list[float], device: DeviceInfo) -> Profile:
@@ -176,7 +176,7 @@ def test_trace_figures_fill_in_for_ops_profan_cannot_cost() -> None:
 def test_fixture_traces_never_beat_their_roofline(name: str) -> None:
     import profan
 
-    trace = FIXTURES / name / "trace"
+    trace = FIXTURES_DIR / name / "trace"
     if not trace.is_dir():
         pytest.skip(f"fixture {name} has no trace")
     result = score(profan.load(str(trace)))

@@ -24,10 +24,9 @@ from profan.hlo.parser import parse_instruction
 from profan.report.build import Analysis, build_report
 from profan.report.pipeline import analyse
 from profan.roofline import op_times
-from tests.conftest import gpu_fixtures
+from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-STATE_STEPS = FIXTURES / "state_steps"
+STATE_STEPS = FIXTURES_DIR / "state_steps"
 
 
 @cache

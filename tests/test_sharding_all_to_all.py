@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from profan.hlo.parser import parse_module
 from profan.sharding import MatmulSharding, describe
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-ALL_TO_ALL = FIXTURES / "all_to_all"
+ALL_TO_ALL = FIXTURES_DIR / "all_to_all"
 
 
 def _fixture(program: str) -> tuple[str, dict[str, Any]]:
@@ -66,8 +65,8 @@ def _assert_matches_truth(dot: MatmulSharding, meta: dict[str, Any]) -> None:
 
 def test_fsdp_dw1_gets_its_split_through_the_tuple_all_to_all() -> None:
     """dw1 = x^T @ dy: x reaches the dot through a tuple all-to-all of eight [4,1,8] pieces."""
-    meta = json.loads((FIXTURES / "fsdp" / "meta.json").read_text())
-    path = next((FIXTURES / "fsdp" / "hlo").glob("*after_optimizations.txt"))
+    meta = json.loads((FIXTURES_DIR / "fsdp" / "meta.json").read_text())
+    path = next((FIXTURES_DIR / "fsdp" / "hlo").glob("*after_optimizations.txt"))
     report = describe(parse_module(path.read_text(), file=str(path)))
     truth = next(t for t in meta["truth"]["matmuls"] if t["name"] == "w1.grad_rhs")
     ours = [m for m in report.matmuls if m.local_lhs == truth["lhs_local_shape"]]
@@ -172,10 +171,10 @@ def test_array_all_to_all_without_a_known_split_stays_unknown_synthetic() -> Non
 def test_fsdp_split_feature_dim_of_a_gradient_is_not_sequence_parallel() -> None:
     """dw1's lhs is x^T: its split free dim (after the all-to-all) is a feature, not tokens.
     The fixture's forward matmuls are all rank-2 [batch, feature] (no sequence dim)."""
-    meta = json.loads((FIXTURES / "fsdp" / "meta.json").read_text())
+    meta = json.loads((FIXTURES_DIR / "fsdp" / "meta.json").read_text())
     forward = [t for t in meta["truth"]["matmuls"] if t["pass"] == "forward"]
     assert forward and all(len(t["lhs_shape"]) == 2 for t in forward)
-    path = next((FIXTURES / "fsdp" / "hlo").glob("*after_optimizations.txt"))
+    path = next((FIXTURES_DIR / "fsdp" / "hlo").glob("*after_optimizations.txt"))
     labels = {s.strategy for s in describe(parse_module(path.read_text())).strategies}
     assert "sequence/context parallel" not in labels
     assert "FSDP/ZeRO" in labels

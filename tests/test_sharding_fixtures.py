@@ -6,7 +6,6 @@ import itertools
 import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -14,27 +13,27 @@ from profan.hlo.devices import decode_replica_groups, decode_source_target_pairs
 from profan.hlo.model import Module
 from profan.hlo.parser import parse_module
 from profan.sharding import describe, program_mesh
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # The CPU programs' fixtures: one program each, with its truth (the GPU groups hold several
 # programs and have tests of their own).
 NAMES = sorted(
     p.parent.name
-    for p in FIXTURES.glob("*/meta.json")
+    for p in FIXTURES_DIR.glob("*/meta.json")
     if "programs" not in json.loads(p.read_text())
 )
 
 
 def _load(name: str):
-    meta = json.loads((FIXTURES / name / "meta.json").read_text())
-    path = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt"))
+    meta = json.loads((FIXTURES_DIR / name / "meta.json").read_text())
+    path = next((FIXTURES_DIR / name / "hlo").glob("*after_optimizations.txt"))
     return meta, parse_module(path.read_text(), file=str(path))
 
 
 def _before(name: str, meta: dict) -> Module:
     """The module JAX handed to XLA (the dump before optimisations), listed in meta.json."""
     (entry,) = [e for e in meta["hlo_files"] if e["file"].endswith("before_optimizations.txt")]
-    path = FIXTURES / name / entry["file"]
+    path = FIXTURES_DIR / name / entry["file"]
     return parse_module(path.read_text(), file=str(path))
 
 
@@ -228,7 +227,7 @@ def test_optimized_module_alone_has_generic_names(name: str) -> None:
 def test_xla_prints_generated_mesh_names_in_some_optimized_dumps() -> None:
     """The case the previous test guards: these dumps do print mesh-form groups, with axis_N."""
     for name in ("fsdp", "transformer", "mlp_worse"):
-        text = next((FIXTURES / name / "hlo").glob("*after_optimizations.txt")).read_text()
+        text = next((FIXTURES_DIR / name / "hlo").glob("*after_optimizations.txt")).read_text()
         assert "replica_groups=mesh['axis_0'=" in text, name
 
 

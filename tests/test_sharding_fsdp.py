@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
 from profan.hlo.model import Module
 from profan.hlo.parser import parse_module
 from profan.sharding import describe
+from tests.conftest import FIXTURES_DIR
 
-FSDP_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "fsdp"
+FSDP_DIR = FIXTURES_DIR / "fsdp"
 
 
 @cache

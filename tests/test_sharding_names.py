@@ -18,8 +18,7 @@ from profan.hlo.text import quote
 from profan.hlo.views import frontend_attribute
 from profan.sharding import describe, program_mesh
 from profan.sharding.program import SDY_MESHES_KEY, ProgramMesh
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests.conftest import FIXTURES_DIR
 
 
 def _corpus_modules(corpus_dir: Path, *markers: str):
@@ -148,7 +147,7 @@ def test_frontend_attribute_bare_form_as_the_corpus_prints_it(corpus_dir: Path) 
 def test_synthetic_quoted_frontend_attribute() -> None:
     """The quoted form (``key="{…}"``, as XLA prints a value read from an HloProto): the value
     of the fixture's real ``xla.sdy.meshes``, quoted, reads back unchanged."""
-    text = next((FIXTURES / "mlp" / "hlo").glob("*before_optimizations.txt")).read_text()
+    text = next((FIXTURES_DIR / "mlp" / "hlo").glob("*before_optimizations.txt")).read_text()
     header = parse_module(text).attributes["frontend_attributes"]
     value = frontend_attribute(header, SDY_MESHES_KEY)
     assert value == '{mesh = #sdy.mesh<["data"=4, "model"=2]>}'

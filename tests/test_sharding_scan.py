@@ -17,13 +17,13 @@ The module is ``fixtures/scan_layers/hlo/*after_optimizations.txt``: XLA's dump 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from profan.hlo.model import Module
 from profan.hlo.parser import parse_module
 from profan.sharding import describe
+from tests.conftest import FIXTURES_DIR
 
-SCAN_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "scan_layers"
+SCAN_DIR = FIXTURES_DIR / "scan_layers"
 
 
 def _scan_module() -> Module:

@@ -10,12 +10,12 @@ import pytest
 
 from profan.hlo.parser import parse_module
 from profan.sharding import describe, program_mesh
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SINGLE_DEVICE = sorted(
-    [p for p in FIXTURES.glob("gpu_*/hlo/*after_optimizations.txt")]
-    + [p for p in FIXTURES.glob("matmul/hlo/*after_optimizations.txt")]
-    + [p for p in FIXTURES.glob("xla_programs/*/hlo/*after_optimizations.txt")]
+    [p for p in FIXTURES_DIR.glob("gpu_*/hlo/*after_optimizations.txt")]
+    + [p for p in FIXTURES_DIR.glob("matmul/hlo/*after_optimizations.txt")]
+    + [p for p in FIXTURES_DIR.glob("xla_programs/*/hlo/*after_optimizations.txt")]
 )
 
 

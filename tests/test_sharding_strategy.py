@@ -9,20 +9,19 @@ dim is split there, outside attention) or an op name that says experts.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from profan.hlo.parser import parse_module
 from profan.sharding import ShardingReport, describe
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPERT = "expert parallel (possible)"
 RESHARDING = "resharding (all-to-all)"
 
 
 def _fixture(relative: str) -> ShardingReport:
-    path = next((FIXTURES / relative / "hlo").glob("*after_optimizations.txt"))
+    path = next((FIXTURES_DIR / relative / "hlo").glob("*after_optimizations.txt"))
     return describe(parse_module(path.read_text(), file=str(path)))
 
 

@@ -118,3 +118,34 @@ def test_one_private_cache_fixture() -> None:
                 if "setenv" in text and "PROFAN_CACHE_DIR" in text:
                     found.append(f"{path.name}:{node.lineno} {node.name}")
     assert not found, "a copy of conftest's private_cache fixture:\n" + "\n".join(found)
+
+
+def _is_file_path(node: ast.AST) -> bool:
+    """``Path(__file__)`` and what is made of it (``.resolve()``, ``.parent``, ``.parents[1]``)."""
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and node.id == "__file__"
+
+
+def test_the_fixtures_and_the_repository_are_found_through_conftest() -> None:
+    """conftest.py says where the repository and its fixtures are (REPO_ROOT, FIXTURES_DIR and
+    the fixtures of those names): no module works it out again from its own ``__file__``, nor
+    joins ``"fixtures"`` onto a root of its own."""
+    found = []
+    for path, tree in _test_files():
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Attribute) and node.attr in ("parent", "parents"):
+                text = ast.unparse(node)  # the tests' folder is one .parent up: the root, two
+                if _is_file_path(node) and (text.count(".parent") >= 2 or ".parents" in text):
+                    found.append(f"{where} {text}")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                right = node.right
+                if _is_path_part(right, ("fixtures",)) or (
+                    isinstance(right, ast.Constant)
+                    and isinstance(right.value, str)
+                    and right.value.startswith("fixtures/")
+                ):
+                    found.append(f"{where} {ast.unparse(node)}")
+    found = sorted(set(found))
+    assert not found, "a path conftest.py already names (use it):\n" + "\n".join(found)

@@ -20,13 +20,15 @@ import pytest
 
 import profan
 from profan.trace.xplane import read_host
+from tests.conftest import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRACE = "traces/tpu_v6e_inference.xplane.pb"
 
 
 def _inspect() -> Any:
-    spec = importlib.util.spec_from_file_location("inspect_xplane", FIXTURES / "inspect_xplane.py")
+    spec = importlib.util.spec_from_file_location(
+        "inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

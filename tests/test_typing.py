@@ -8,13 +8,14 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO_ROOT
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 def test_mypy_finds_no_error_in_profan() -> None:

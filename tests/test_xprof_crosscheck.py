@@ -36,8 +36,9 @@ from profan.cost.context import elements
 from profan.hlo.model import Instruction
 from profan.hlo.opcodes import ELEMENTWISE_OPCODES
 from profan.hlo.views import called_computations
+from tests.conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 DOC = ROOT / "docs" / "xprof_crosscheck.md"
 CORPUS_TRACES = ("tpu_v6e_inference", "mi300x_jax08_gemm", "mi300x_jax08_attention",
                  "mi300x_jax_conv", "mi300x_jax_conv_legacy")  # fmt: skip
