@@ -7,7 +7,6 @@ a trace of a different program, lost the step annotations or the HLO protos.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections import defaultdict
@@ -17,23 +16,15 @@ from typing import Any
 
 import pytest
 
+from tests.raw_xplane import inspect_xplane
+
 PROGRAMS = ("matmul", "mlp", "mlp_worse", "collectives", "transformer", "fsdp", "scan_layers")
 OP_STATS = {"hlo_op", "hlo_module", "program_id", "device_ordinal", "run_id"}
 
 
-def _inspector(fixtures_dir: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", fixtures_dir / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def inspector(fixtures_dir: Path) -> ModuleType:
-    return _inspector(fixtures_dir)
+def inspector() -> ModuleType:
+    return inspect_xplane()
 
 
 def _events(plane: Any, ix: ModuleType) -> list[tuple[str, str, dict[str, Any]]]:

@@ -20,7 +20,6 @@ start between its two kernels (was split: 21 executions of 12, 117% efficiency).
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from profan.report.pipeline import describe_shardings, resolve_layout
 from profan.roofline import score
 from profan.trace.schema import load_schema
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
+from tests.raw_xplane import inspect_xplane
 
 FIXTURE_FOLDERS = [
     folder
@@ -52,16 +52,6 @@ MEMSET = re.compile(r"^(Memset|memset|fill)|fill(_kernel)?\b", re.IGNORECASE)
 COMMAND_BUFFER = re.compile(r"^command_buffer(_\d+)?$")
 COPY = re.compile(r"copyBuffer|memcpy|Memcpy|Memset")
 DEVICE_PREFIX = re.compile(r"^\[(\d+)\] ")
-
-
-def _inspector() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -92,7 +82,7 @@ def _stats(plane: Any, event: Any, ix: ModuleType) -> dict[str, Any]:
 
 @cache
 def _raw(path: str) -> RawTrace:
-    ix = _inspector()
+    ix = inspect_xplane()
     space = ix.read_xspace(path)
     raw = RawTrace()
     kernels: dict[tuple[int, int, str], Counter[str]] = defaultdict(Counter)

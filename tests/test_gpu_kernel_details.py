@@ -15,13 +15,11 @@ with profan's reader.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import re
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,6 +29,7 @@ from profan.report.kernels import launch_of, tile_of
 from profan.report.ops_table import ops_csv
 from profan.report.pipeline import report_for, resolve_layout
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
+from tests.raw_xplane import raw_kernels
 
 FIXTURE_FOLDERS = [
     folder
@@ -39,20 +38,9 @@ FIXTURE_FOLDERS = [
 ]
 CORPUS_TRACES = ["mi300x_jax08_gemm", "mi300x_jax08_attention"]
 COMMAND_BUFFER = re.compile(r"^command_buffer_\d+$")
-GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 
 Key = tuple[int, int, str, str]  # device, program, op, kernel name
 Totals = dict[Any, list[int]]  # key -> [count, picoseconds]
-
-
-def _inspector() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @cache
@@ -60,38 +48,21 @@ def _raw(path: str) -> tuple[Totals, Totals, dict[tuple[int, str, str], set[str]
     """Raw kernels with an hlo_op: outside command buffers by (device, program, op, kernel),
     inside by (device, program, kernel); and the kernel_details stats each (program, op,
     kernel) had."""
-    ix = _inspector()
     plain: Totals = defaultdict(lambda: [0, 0])
     graph: Totals = defaultdict(lambda: [0, 0])
     details: dict[tuple[int, str, str], set[str]] = defaultdict(set)
-    for plane in ix.read_xspace(path).planes:
-        device = GPU_PLANE.match(plane.name)
-        if not device:
-            continue
-        ordinal = int(device.group(1))
-        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        for line in plane.lines:
-            for event in line.events:
-                stats = {}
-                for stat in event.stats:
-                    value = ix.stat_value(stat)
-                    if stat.WhichOneof("value") == "ref_value":
-                        value = names.get(value)
-                    stats[names.get(stat.metadata_id)] = value
-                op = stats.get("hlo_op")
-                if op is None:
-                    continue
-                kernel = plane.event_metadata[event.metadata_id].name
-                program = int(stats["program_id"])
-                found = (
-                    graph[(ordinal, program, kernel)]
-                    if COMMAND_BUFFER.match(op)
-                    else plain[(ordinal, program, op, kernel)]
-                )
-                found[0] += 1
-                found[1] += event.duration_ps
-                if "kernel_details" in stats:
-                    details[(program, op, kernel)].add(stats["kernel_details"])
+    for event in raw_kernels(path).kernels:
+        op, kernel, stats = event.stats["hlo_op"], event.name, event.stats
+        program = int(stats["program_id"])
+        found = (
+            graph[(event.device, program, kernel)]
+            if COMMAND_BUFFER.match(op)
+            else plain[(event.device, program, op, kernel)]
+        )
+        found[0] += 1
+        found[1] += event.duration_ps
+        if "kernel_details" in stats:
+            details[(program, op, kernel)].add(stats["kernel_details"])
     return dict(plain), dict(graph), details
 
 

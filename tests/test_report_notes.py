@@ -10,11 +10,9 @@ and the HLO dump's text, not against profan's own output.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -23,24 +21,15 @@ from profan.report import markdown, terminal
 from profan.report.html.header import header_html
 from profan.report.model import Report
 from tests.conftest import FIXTURES_DIR
+from tests.raw_xplane import inspect_xplane
 
 DEVICE_CLOCK = "op times from the device's own clock"
 COMMAND_BUFFER_RULE = "kernel loop_broadcast_fusion_1 is the sanitized name of"
 
 
-def _inspector() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _raw_event_names_and_stats(trace: Path, plane_prefix: str) -> tuple[set[str], set[str]]:
     """The event names and stat names of the planes whose name starts with ``plane_prefix``."""
-    ix = _inspector()
+    ix = inspect_xplane()
     names: set[str] = set()
     stats: set[str] = set()
     for plane in ix.read_xspace(str(trace)).planes:

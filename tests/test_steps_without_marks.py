@@ -11,11 +11,9 @@ against the chip catalogue.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 import tomllib
@@ -23,15 +21,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 import profan
-from tests.conftest import FIXTURES_DIR, REPO_ROOT
+from tests.conftest import REPO_ROOT
+from tests.raw_xplane import raw_kernels
 
-GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 SEVERAL_PROGRAMS = ["mi300x_jax08_gemm", "mi300x_jax08_attention"]
 
 
@@ -55,44 +52,19 @@ class Kernels:
         return max(end for _, end in mine) - min(start for start, _ in mine)
 
 
-def _inspector() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @cache
 def _kernels(path: str) -> Kernels:
-    ix = _inspector()
-    found = Kernels()
+    raw = raw_kernels(path)
+    found = Kernels(planes=raw.planes)
     time_of: dict[int, int] = defaultdict(int)
     name_of: dict[int, str] = {}
-    for plane in ix.read_xspace(path).planes:
-        device = GPU_PLANE.match(plane.name)
-        if not device:
-            continue
-        found.planes += 1
-        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        for line in plane.lines:
-            for event in line.events:
-                stats = {}
-                for stat in event.stats:
-                    value = ix.stat_value(stat)
-                    if stat.WhichOneof("value") == "ref_value":
-                        value = names.get(value)
-                    stats[names.get(stat.metadata_id)] = value
-                if stats.get("hlo_op") is None:
-                    continue
-                start = line.timestamp_ns * 1000 + event.offset_ps
-                found.spans[int(device.group(1))].append((start, start + event.duration_ps))
-                program = int(stats["program_id"])
-                found.kernels.append((program, start, start + event.duration_ps))
-                time_of[program] += event.duration_ps
-                name_of[program] = str(stats["hlo_module"])
+    for event in raw.kernels:
+        start, end = event.start_ps, event.start_ps + event.duration_ps
+        found.spans[event.device].append((start, end))
+        program = int(event.stats["program_id"])
+        found.kernels.append((program, start, end))
+        time_of[program] += event.duration_ps
+        name_of[program] = str(event.stats["hlo_module"])
     found.programs = {p: (name_of[p], time_of[p]) for p in time_of}
     return found
 

@@ -9,7 +9,6 @@ runs) the op events they begin and end with.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -20,19 +19,9 @@ import pytest
 
 import profan
 from profan.trace.xplane import read_host
-from tests.conftest import FIXTURES_DIR
+from tests.raw_xplane import inspect_xplane
 
 TRACE = "traces/tpu_v6e_inference.xplane.pb"
-
-
-def _inspect() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +37,7 @@ def raw(trace_path: Path) -> dict[str, Any]:
     """Per TPU device: its XLA Ops events as (name, host start, host end, device start,
     device end) in ps from the line timestamps' zero, and its async spans as (done op, host
     start, host end); the base every reader measures from (the earliest line with events)."""
-    inspect = _inspect()
+    inspect = inspect_xplane()
     space = inspect.read_xspace(str(trace_path))
     ops: dict[int, list[tuple[str, int, int, int, int]]] = defaultdict(list)
     spans: dict[int, list[tuple[str, int, int]]] = defaultdict(list)

@@ -24,19 +24,18 @@ writes caches next to its input: it runs on a private copy.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import profan
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
+from tests.raw_xplane import raw_kernels
 
 TPU_TRACES = ("tpu_v6e_inference",)  # the corpus's only TPU trace file
 GPU_FIXTURES = [
@@ -102,34 +101,12 @@ def test_every_tpu_op_total_matches_xprof(name: str, corpus_dir: Path, tmp_path:
     assert fusion and round(fusion[0], 2) == 3.19
 
 
-def _inspector() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "profan_fixture_inspect_xplane", FIXTURES_DIR / "inspect_xplane.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def command_buffer_time(trace: Path) -> dict[int, float]:
     """Program id -> seconds of its GPU kernels that ran inside command buffers (raw events)."""
-    ix = _inspector()
     seconds: dict[int, float] = defaultdict(float)
-    for plane in ix.read_xspace(str(trace)).planes:
-        if not plane.name.startswith("/device:GPU:"):
-            continue
-        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        for line in plane.lines:
-            for event in line.events:
-                stats = {}
-                for stat in event.stats:
-                    value = ix.stat_value(stat)
-                    if stat.WhichOneof("value") == "ref_value":
-                        value = names.get(value)
-                    stats[names.get(stat.metadata_id)] = value
-                if COMMAND_BUFFER.match(str(stats.get("hlo_op"))):
-                    seconds[int(stats["program_id"])] += event.duration_ps * 1e-12
+    for event in raw_kernels(str(trace)).kernels:
+        if COMMAND_BUFFER.match(str(event.stats["hlo_op"])):
+            seconds[int(event.stats["program_id"])] += event.duration_ps * 1e-12
     return dict(seconds)
 
 
