@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -262,4 +263,11 @@ def test_killed_worker_is_one_line_naming_its_host(many_hosts: Path) -> None:
             os.kill(pid, signal.SIGKILL)
     assert process.returncode == 2, stderr
     assert stderr.count("\n") == 1, stderr
-    assert "reading host host" in stderr and "--workers 1" in stderr, stderr
+    # It names the host the worker said it was reading; on a busy machine the kill can come
+    # before the worker has said (then "reading a host"): a race of the test's timing, not of
+    # profan's, so both are accepted, and the host's name must be a real one when given.
+    assert "--workers 1" in stderr, stderr
+    named = re.search(r"reading host (host\d+)", stderr)
+    assert named is not None or "reading a host" in stderr, stderr
+    if named is not None:
+        assert any(many_hosts.rglob(f"{named.group(1)}.xplane.pb")), stderr
