@@ -64,6 +64,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from profan.trace import wire
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 CORPUS = REPO.parent / "shared" / "corpus"  # the shared corpus beside the checkout
@@ -123,16 +125,8 @@ class WireField:
 
 
 def encode_varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # negatives as protobuf writes them: ten bytes
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
+    # negatives as protobuf writes them (ten bytes); profan's own encoder does the rest
+    return wire.encode_varint(value & ((1 << 64) - 1))
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

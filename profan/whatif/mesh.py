@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from profan.errors import ConfigError
 from profan.whatif.arithmetic import scaled_execution
 from profan.whatif.carry import CarryOver, carry_over
-from profan.whatif.project import OpProjection, Projection, _finish, kernels_per_execution
+from profan.whatif.project import Projection, _finish, _op, kernels_per_execution
 
 if TYPE_CHECKING:
     from profan.chips import Chip
@@ -149,7 +149,6 @@ def project_mesh(
     chip_name = str(source.chip.get("name"))
     chip = get_chip(chip_name)
     ops = []
-    spread = math.exp(model.op_residual)
     for entry in source.ops:
         n = max(entry.occurrences, 1)
         ratio, rests_on, _ = _ratio(entry, old, new, chip)
@@ -157,22 +156,7 @@ def project_mesh(
             entry.measured_s / n, ratio, model.fixed_s, kernels_per_execution(entry)
         )
         projected = per * n
-        ops.append(
-            OpProjection(
-                key=entry.key,
-                module=entry.module,
-                name=entry.name,
-                category=entry.category,
-                executions=entry.occurrences,
-                measured_s=entry.measured_s,
-                projected_s=projected,
-                low_s=projected / spread,
-                high_s=projected * spread,
-                source_bound=entry.bound_by,
-                target_bound=entry.bound_by,
-                rests_on=rests_on,
-            )
-        )
+        ops.append(_op(entry, projected, model, (entry.bound_by, entry.bound_by), rests_on))
     label = ",".join(f"{a}={s}" for a, s in new.items())
     notes = [
         f"mesh {','.join(f'{a}={s}' for a, s in old.items())} -> {label}: every projected figure "
