@@ -19,6 +19,7 @@ import sys
 import textwrap
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -189,32 +190,28 @@ def many_hosts(tmp_path: Path, fixtures_dir: Path) -> Path:
     return tmp_path / "trace"
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
-    found = []
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process's pid and the fields of its /proc stat after the command name (state,
+    ppid, pgrp, ...)."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == pid:
-                found.append(int(entry))
-    return found
+            yield int(entry), fields
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    return [child for child, fields in _processes() if int(fields[1]) == pid]
 
 
 def _group(pgid: int) -> list[int]:
     """The live (not zombie) processes of process group ``pgid``."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                alive.append(int(entry))
-    return alive
+    return [
+        member for member, fields in _processes() if int(fields[2]) == pgid and fields[0] != "Z"
+    ]
 
 
 def _start_reading(trace: Path) -> tuple[subprocess.Popen, int]:
