@@ -66,7 +66,7 @@ def main() -> None:
     import jax
 
     from profan.capture import Capture
-    from profan.report.pipeline import report_for
+    from profan.report.analysis.pipeline import report_for
 
     step, arguments = build(args.layers, args.width, args.batch)
     jax.block_until_ready(step(*arguments))  # compile once for every timing below

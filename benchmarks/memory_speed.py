@@ -5,8 +5,9 @@
 
 In one process per repetition (a fresh cache directory each time): the report without its memory
 section (load, shardings, score, build, render), then the memory section alone
-(``profan.report.memory.memory_section``: the buffer assignment of every program that ran, read
-from the trace's metadata plane, decoded, replayed), and ``profan memory TRACE`` as a command.
+(``profan.report.analysis.memory.memory_section``: the buffer assignment of every program
+that ran, read from the trace's metadata plane, decoded, replayed), and ``profan memory TRACE``
+as a command.
 Target (issue 12): the memory section adds at most 0.3x to the report's time.  Prints the
 medians and the ratio.
 """
@@ -39,9 +40,10 @@ def child(trace: Path) -> dict[str, float]:
     import profan
     from profan import roofline
     from profan.memory.analyze import analyze_trace
-    from profan.report import build, memory, terminal
-    from profan.report.build import Analysis, build_report
-    from profan.report.pipeline import describe_shardings, resolve_layout
+    from profan.report.analysis import build, memory
+    from profan.report.analysis.build import Analysis, build_report
+    from profan.report.analysis.pipeline import describe_shardings, resolve_layout
+    from profan.report.render import terminal
 
     trace_path, hlo = resolve_layout(trace, None)
     start = time.perf_counter()

@@ -54,11 +54,11 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def _builders() -> tuple[Callable[..., Any], Callable[..., Any], Callable[[Any], Any]]:
     """(Analysis, build_report, describe_shardings) of whichever layout this tree has."""
     try:
-        from profan.report.build import Analysis, build_report
-        from profan.report.pipeline import describe_shardings
+        from profan.report.analysis.build import Analysis, build_report
+        from profan.report.analysis.pipeline import describe_shardings
     except ImportError:  # a tree from before the report package was restructured
+        from profan.report.analysis.pipeline import _shardings as describe_shardings  # type: ignore
         from profan.report.model import Analysis, build_report  # type: ignore[no-redef]
-        from profan.report.pipeline import _shardings as describe_shardings  # type: ignore
     return Analysis, build_report, describe_shardings
 
 
@@ -67,8 +67,8 @@ def child(trace: Path) -> dict[str, float]:
     os.environ["PROFAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="profan-bench-")
     import profan
     from profan import roofline
-    from profan.report import terminal
-    from profan.report.pipeline import resolve_layout
+    from profan.report.analysis.pipeline import resolve_layout
+    from profan.report.render import terminal
 
     analysis, build_report, describe_shardings = _builders()
     trace_path, hlo = resolve_layout(trace, None)

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from profan.report import model
-    from profan.report.config import RuleConfig
-    from profan.report.pipeline import Progress
-    from profan.report.selection import OpFilter, OpOrder
+    from profan.report.analysis.pipeline import Progress
+    from profan.report.render.selection import OpFilter, OpOrder
+    from profan.report.rules.config import RuleConfig
     from profan.trace.options import LoadOptions
     from profan.trace.profile import Profile
 
@@ -47,8 +47,8 @@ class ReportOptions:
     """The options of a report, as ``profan report`` takes them (``--chip``, ``--hlo``, ...)
     and ``profan.report(path, **options)`` does.  ``config``: a profan.toml (its ``[rules]``)
     or a ``RuleConfig``; ``chips``/``kernels``: TOML files of extra chips and custom-call
-    cost models; ``sort``/``filter``: which ops are listed and how (``profan.report.selection``);
-    ``top``: the ops the text formats list."""
+    cost models; ``sort``/``filter``: which ops are listed and how
+    (``profan.report.render.selection``); ``top``: the ops the text formats list."""
 
     chip: str | None = None
     hlo: str | os.PathLike[str] | None = None
@@ -71,25 +71,25 @@ class ReportOptions:
             raise ConfigError(f"workers must be at least 1, got {self.workers!r}")
 
     def filters(self) -> list[OpFilter]:
-        from profan.report.selection import parse_filter
+        from profan.report.render.selection import parse_filter
 
         texts = [self.filter] if isinstance(self.filter, str) else list(self.filter)
         return [parse_filter(text) for text in texts]
 
     def order(self) -> OpOrder | None:
-        from profan.report.selection import parse_order
+        from profan.report.render.selection import parse_order
 
         return None if self.sort is None else parse_order(self.sort)
 
     def rule_config(self) -> RuleConfig | None:
-        from profan.report.config import RuleConfig, load_rule_config
+        from profan.report.rules.config import RuleConfig, load_rule_config
 
         if isinstance(self.config, RuleConfig):
             return self.config
         return load_rule_config(None if self.config is None else str(self.config))
 
     def pipeline(self, progress: Progress, *, page: bool = False) -> dict[str, Any]:
-        """The keywords of ``report_for`` / ``text_for`` (``profan.report.pipeline``)."""
+        """The keywords of ``report_for`` / ``text_for`` (``profan.report.analysis.pipeline``)."""
         return {
             "chip": self.chip,
             "hlo": None if self.hlo is None else str(self.hlo),
@@ -140,8 +140,8 @@ def report(path: str | os.PathLike[str], **options: Any) -> Report:
     ``top``, ``chips``, ``kernels``, ``workers``, ``scheduler``, ``use_cache``, ``progress``,
     ``sort``, ``filter``.
     """
-    from profan.report.pipeline import Progress, local_path, report_for
-    from profan.report.selection import selected
+    from profan.report.analysis.pipeline import Progress, local_path, report_for
+    from profan.report.render.selection import selected
 
     path = local_path(path)  # a file:// URL is its local path, as on the command line
     if isinstance(options.get("hlo"), str):
@@ -163,7 +163,7 @@ def load(
 ) -> Profile:
     """``profan.trace.load`` of any path the CLI reads: a folder with ``trace/`` beside
     ``hlo/`` reads the trace there joined to those dumps (unless ``hlo`` says otherwise)."""
-    from profan.report.pipeline import local_path, resolve_layout
+    from profan.report.analysis.pipeline import local_path, resolve_layout
     from profan.trace import load as load_trace
     from profan.trace.storage import is_remote
 
@@ -189,7 +189,7 @@ class Report:
     def ops(self) -> pd.DataFrame:
         """One row per op (heaviest first), the JSON report's op fields as columns."""
         if self._ops is None:
-            from profan.report.ops_table import ops_frame
+            from profan.report.render.ops_table import ops_frame
 
             self._ops = ops_frame(self.data)
         return self._ops
@@ -218,7 +218,7 @@ class Report:
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str | None:
         """The op table as CSV (``profan report --format csv``); written to ``path`` if given."""
-        from profan.report.ops_table import ops_csv
+        from profan.report.render.ops_table import ops_csv
 
         return self._output(ops_csv(self.data), path)
 
@@ -226,7 +226,7 @@ class Report:
         self, path: str | os.PathLike[str] | None = None, *, top: int | None = None
     ) -> str | None:
         """The Markdown report (no plots); written to ``path`` if given."""
-        from profan.report import markdown
+        from profan.report.render import markdown
 
         text = markdown.render(self.data, top=top or self.top, images={})
         return self._output(text, path)
@@ -235,13 +235,13 @@ class Report:
         self, path: str | os.PathLike[str] | None = None, *, top: int | None = None
     ) -> str | None:
         """The HTML page of ``profan report --format html``; written to ``path`` if given."""
-        from profan.report import html as page
+        from profan.report.render import html as page
 
         return self._output(page.render(self.data, top=top or self.top), path)
 
     def to_text(self, *, top: int | None = None, width: int = 120) -> str:
         """The terminal report, plain, ``width`` columns wide."""
-        from profan.report import terminal
+        from profan.report.render import terminal
 
         return terminal.render(self.data, top=top or self.top, colour=False, width=width)
 

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from profan.errors import ProfanError, TraceError
 
 if TYPE_CHECKING:  # this module stays light: ``import profan`` re-exports it
-    from profan.report.config import RuleConfig
     from profan.report.model import Report
+    from profan.report.rules.config import RuleConfig
     from profan.sharding import ProgramMesh
 
 # The event JAX records (jax.monitoring) each time XLA compiles a program.
@@ -241,7 +241,7 @@ class Capture:
             )
 
     def _analyse(self) -> Report:
-        from profan.report.pipeline import report_for
+        from profan.report.analysis.pipeline import report_for
 
         assert self._dir is not None
         if self.info.traced_steps == 0:

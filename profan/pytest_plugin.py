@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from profan.report.budget import Budget, CheckResult
+    from profan.report.check.budget import Budget, CheckResult
     from profan.report.model import Report
 
 _RESULTS = pytest.StashKey[list["CheckResult"]]()
@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _figures(report: Report) -> dict[str, Any]:
     """The numbers worth a JUnit property, from the JSON report."""
-    from profan.report.baseline import entry_from_report
+    from profan.report.check.baseline import entry_from_report
 
     data = report.to_dict()
     entry = entry_from_report(data)
@@ -110,7 +110,7 @@ def _versions() -> dict[str, str]:
 
 def _budget(value: str | Path | Mapping[str, Any] | Budget | None, base: Path) -> Budget:
     from profan.errors import ConfigError
-    from profan.report import budget as budgets
+    from profan.report.check import budget as budgets
 
     if value is None:
         return budgets.Budget()
@@ -173,8 +173,8 @@ class Profan:
         the baseline file; fail the test with ``profan check``'s lines when a check fails.
         With ``--profan-update-baseline`` the baseline is written instead of compared."""
         from profan.errors import ProfanError
-        from profan.report import baseline as baselines
-        from profan.report.budget import CheckResult, evaluate, summary_text
+        from profan.report.check import baseline as baselines
+        from profan.report.check.budget import CheckResult, evaluate, summary_text
 
         base = Path(self._node.path).parent
         try:
@@ -270,7 +270,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     wanted = config.getoption("profan_github") or os.environ.get("GITHUB_ACTIONS") == "true"
     if not failed or not wanted:
         return
-    from profan.report.budget import github_annotations
+    from profan.report.check.budget import github_annotations
 
     for line in github_annotations(failed).splitlines():
         terminalreporter.write_line(line)

@@ -20,8 +20,8 @@ jax = pytest.importorskip(
 )
 
 from profan.capture import Capture, CaptureError, CaptureWarning, capture  # noqa: E402
+from profan.report.analysis.pipeline import report_for  # noqa: E402
 from profan.report.model import Report  # noqa: E402
-from profan.report.pipeline import report_for  # noqa: E402
 
 DEVICES = 8
 

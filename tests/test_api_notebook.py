@@ -14,7 +14,7 @@ import pytest
 
 import profan
 from profan.errors import ProfanError
-from profan.report.ops_table import DERIVED_COLUMNS
+from profan.report.render.ops_table import DERIVED_COLUMNS
 from tests.conftest import FIXTURES_DIR
 
 TRANSFORMER = FIXTURES_DIR / "transformer"
@@ -31,7 +31,7 @@ def json_ops(report: profan.Report) -> list[dict]:
 
 
 def test_report_is_callable_and_its_package_still_imports() -> None:
-    import profan.report.pipeline as pipeline  # the package of that name, as before
+    import profan.report.analysis.pipeline as pipeline  # the package of that name, as before
 
     assert callable(profan.report)
     assert pipeline.report_for is not None

@@ -57,6 +57,17 @@ LAYERS: list[tuple[str, ...]] = [
     ("commands", "cli", "pytest_plugin", "__main__", ""),  # "": profan's own __init__
 ]  # fmt: skip
 
+# Inside ``report``, the same rule one level down (``report_part``): the model and what formats
+# it, then the rules (read the model), the analysis that builds a report (runs the rules), the
+# checks on built reports (budgets, baselines, diffs), and the renderers (read all of them).
+REPORT_LAYERS: list[tuple[str, ...]] = [
+    ("", "model", "slices", "format", "keys", "stored"),  # "": report's own __init__
+    ("rules",),
+    ("analysis",),
+    ("check",),
+    ("render",),
+]
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -233,19 +244,46 @@ def private_imports() -> list[Import]:
     return out
 
 
+def report_part(module: str) -> str | None:
+    """``profan.report.render.html.page`` -> ``render``; ``profan.report`` -> ``""``; None
+    outside ``profan.report``."""
+    parts = module.split(".")
+    if parts[:2] != ["profan", "report"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def report_layer_of(part: str) -> int | None:
+    return next((i for i, layer in enumerate(REPORT_LAYERS) if part in layer), None)
+
+
+def upward_report_imports(imports: list[Import]) -> list[Import]:
+    """Imports inside ``profan.report`` of a part from a part of a higher ``REPORT_LAYERS``
+    layer (parts without a layer left out; ``test_every_report_part_has_one_layer``)."""
+    out = []
+    for imp in imports:
+        low_part, high_part = report_part(imp.target), report_part(imp.importer)
+        if low_part is None or high_part is None:
+            continue
+        low, high = report_layer_of(low_part), report_layer_of(high_part)
+        if low is not None and high is not None and low > high:
+            out.append(imp)
+    return out
+
+
 # -------------------------------------------------------------------------------- the checks
 
 
 def test_the_checks_see_every_module_and_real_imports() -> None:
     """The analysis itself: it finds profan's modules and edges that are known to exist."""
-    assert {"profan.report.build", "profan.report.model", "profan.cli"} <= set(MODULES)
+    assert {"profan.report.analysis.build", "profan.report.model", "profan.cli"} <= set(MODULES)
     edges = {(imp.importer, imp.target) for imp in ALL_IMPORTS}
     assert (
-        "profan.report.build",
-        "profan.report.rules",
+        "profan.report.analysis.build",
+        "profan.report.rules.catalogue",
     ) in edges  # `from profan.report import rules`
-    assert ("profan.report.rules", "profan.report.model") in edges
-    assert ("profan.report.model", "profan.report.rules") not in edges
+    assert ("profan.report.rules.catalogue", "profan.report.model") in edges
+    assert ("profan.report.model", "profan.report.rules.catalogue") not in edges
 
 
 def test_cycle_finder_on_a_small_graph() -> None:
@@ -283,7 +321,9 @@ def test_layer_check_on_planted_imports() -> None:
     planted = [
         Import("profan.memory.render", "profan.report.format", "percent", 1),  # memory < report
         Import("profan.cache.store", "profan.hlo.model", "Module", 1),  # cache < hlo
-        Import("profan.report.build", "profan.memory.model", "MemoryReport", 1),  # downward
+        Import(
+            "profan.report.analysis.build", "profan.memory.model", "MemoryReport", 1
+        ),  # downward
         Import("profan.cost.flops", "profan.chips.peaks", None, 1),  # same layer
     ]
     assert upward_imports(planted) == planted[:2]
@@ -352,3 +392,42 @@ def test_long_file_exceptions_are_still_needed() -> None:
     """An exception for a file that no longer exists is stale: remove it."""
     for relative in LONG_FILES:
         assert (PACKAGE.parent / relative).is_file(), f"stale LONG_FILES entry {relative}"
+
+
+def test_every_report_part_has_one_layer() -> None:
+    parts = {report_part(m) for m in MODULES} - {None}
+    listed = [name for layer in REPORT_LAYERS for name in layer]
+    assert len(listed) == len(set(listed)), "a part listed in two layers"
+    assert not [p for p in sorted(parts) if report_layer_of(p) is None], "parts without a layer"
+    assert not set(listed) - parts, f"stale REPORT_LAYERS entries: {sorted(set(listed) - parts)}"
+
+
+def test_report_layer_check_on_planted_imports() -> None:
+    """The check itself: a rule importing a renderer, or the model a rule, is reported (a
+    deferred import would be too: they are in ``ALL_IMPORTS``); a renderer importing the
+    analysis or the model is not, nor an import from outside ``report``."""
+    planted = [
+        Import("profan.report.rules.catalogue", "profan.report.render.terminal", None, 1),
+        Import("profan.report.model", "profan.report.rules.savings", "ranked", 1),
+        Import("profan.report.check.budget", "profan.report.render.format", None, 1),
+        Import("profan.report.render.terminal", "profan.report.analysis.memory", None, 1),
+        Import("profan.report.check.diff", "profan.report.model", "Report", 1),
+        Import("profan.api", "profan.report.render.terminal", None, 1),
+    ]
+    assert upward_report_imports(planted) == planted[:3]
+
+
+def _upward_report_params() -> list:
+    return [
+        pytest.param(imp, id=f"{imp.importer}:{imp.target}")
+        for imp in upward_report_imports(ALL_IMPORTS)
+    ] or [pytest.param(None, id="none")]
+
+
+@pytest.mark.parametrize("imp", _upward_report_params())
+def test_no_upward_import_inside_report(imp: Import | None) -> None:
+    assert imp is None, (
+        f"{MODULES[imp.importer].relative_to(PACKAGE.parent)}:{imp.line} imports "
+        f"{imp.target}{'.' + imp.name if imp.name else ''}, a part of profan.report above "
+        f"{report_part(imp.importer)!r} (tests/test_architecture.py REPORT_LAYERS)"
+    )

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from profan.report.build import build_report
-from profan.report.pipeline import analyse
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow

@@ -16,19 +16,20 @@ import pytest
 from profan.cache import store
 from profan.cli import main
 from profan.commands.report import render
-from profan.report import annotate, comparison, diff
-from profan.report.budget import (
+from profan.report.analysis.build import build_report
+from profan.report.analysis.page_data import add_page_data
+from profan.report.analysis.pipeline import analyse
+from profan.report.check import diff
+from profan.report.check.budget import (
     evaluate,
     github_annotations,
     junit_xml,
     load_budget,
     summary_text,
 )
-from profan.report.build import build_report
 from profan.report.model import Report
-from profan.report.page_data import add_page_data
-from profan.report.pipeline import analyse
-from profan.report.terminal import terminal_width
+from profan.report.render import annotate, comparison
+from profan.report.render.terminal import terminal_width
 from tests.conftest import FIXTURES_DIR, corpus_params
 
 pytestmark = pytest.mark.slow

@@ -1,5 +1,6 @@
-"""Per-machine baselines (profan.report.baseline) on the real fixture traces: structure compares
-exactly, step times with a tolerance from the steps' noise, gated on GPU/TPU and not on CPU."""
+"""Per-machine baselines (profan.report.check.baseline) on the real fixture traces: structure
+compares exactly, step times with a tolerance from the steps' noise, gated on GPU/TPU and not on
+CPU."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from profan.errors import ConfigError
-from profan.report import baseline
-from profan.report.budget import github_annotations
+from profan.report.analysis.pipeline import report_for
+from profan.report.check import baseline
+from profan.report.check.budget import github_annotations
 from profan.report.model import Report
-from profan.report.pipeline import report_for
 from tests.conftest import FIXTURES_DIR
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from profan.report.budget import Budget, OpBudget, compare, evaluate
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
+from profan.report.check.budget import Budget, OpBudget, compare, evaluate
 from profan.report.model import Report
-from profan.report.pipeline import analyse
 
 pytestmark = pytest.mark.slow
 _REPORTS: dict[str, Report] = {}

@@ -26,7 +26,7 @@ def run(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, str]
 
 @pytest.fixture(scope="module")
 def json_ops() -> list[dict]:
-    from profan.report.pipeline import report_for
+    from profan.report.analysis.pipeline import report_for
 
     return report_for(TRANSFORMER).to_dict()["ops"]
 
@@ -100,7 +100,7 @@ def test_bad_selection_is_one_line_exit_2(capsys, words) -> None:
 
 def test_diff_names_both_chips_and_has_formats(capsys) -> None:
     a, b = str(FIXTURES_DIR / "gpu_transformer"), str(FIXTURES_DIR / "gpu_transformer_h200")
-    from profan.report.pipeline import report_for
+    from profan.report.analysis.pipeline import report_for
 
     chip_a, chip_b = report_for(a).chip["name"], report_for(b).chip["name"]
     assert chip_a != chip_b

@@ -163,8 +163,8 @@ def test_version_strings_are_named_as_strings(
     recorded_baseline: Path, fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """D18: ``"version": "1"`` read "version '1' is not supported (this profan reads 1)"."""
-    from profan.report.baseline import read_baselines
-    from profan.report.pipeline import read_json_report
+    from profan.report.analysis.pipeline import read_json_report
+    from profan.report.check.baseline import read_baselines
 
     data = json.loads(recorded_baseline.read_text(encoding="utf-8"))
     data["version"] = "1"

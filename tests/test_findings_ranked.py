@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 
 from profan.hlo.parser import parse_module
-from profan.report import markdown, rules, terminal
-from profan.report.budget import Budget, evaluate
-from profan.report.build import build_report
-from profan.report.config import RuleConfig
-from profan.report.html.header import _cards
-from profan.report.html.sections import findings_html
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
+from profan.report.check.budget import Budget, evaluate
 from profan.report.model import Device, OpEntry, Report, Summary
-from profan.report.pipeline import analyse
-from profan.report.rules import OpContext
+from profan.report.render import markdown, terminal
+from profan.report.render.html.header import _cards
+from profan.report.render.html.sections import findings_html
+from profan.report.rules import catalogue as rules
+from profan.report.rules.catalogue import OpContext
+from profan.report.rules.config import RuleConfig
 
 pytestmark = pytest.mark.slow
 

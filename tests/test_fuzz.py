@@ -124,8 +124,8 @@ def test_config_readers_on_mutated_files(
 ) -> None:
     from profan.chips import read_chip_file
     from profan.cost.kernels import read_kernel_file
-    from profan.report.baseline import read_baselines
-    from profan.report.budget import load_budget
+    from profan.report.check.baseline import read_baselines
+    from profan.report.check.budget import load_budget
 
     readers = {
         "chips": read_chip_file,

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from profan.cli import main
-from profan.report import baseline as baselines
-from profan.report.budget import Budget, OpBudget, compare, evaluate
+from profan.report.analysis.pipeline import report_for
+from profan.report.check import baseline as baselines
+from profan.report.check.budget import Budget, OpBudget, compare, evaluate
 from profan.report.model import Report
-from profan.report.pipeline import report_for
 
 STEP_ARGUMENT = "step_num"  # the trace-viewer JSON's step marker argument (jax StepTraceAnnotation)
 

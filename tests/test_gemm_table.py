@@ -1,5 +1,5 @@
-"""The GEMM table (JSON ``gemms``, ``profan.report.gemms``) on real GPU traces: the H100/H200
-fixtures and the MI300X corpus.
+"""The GEMM table (JSON ``gemms``, ``profan.report.analysis.gemms``) on real GPU traces: the
+H100/H200 fixtures and the MI300X corpus.
 
 * every row's ``2 x M x N x K x batch x executions`` is its FLOPs, the cost model's for the
   matmul: for a library gemm the op's own FLOPs, for a fusion at most the op's (its other work
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from profan.report.analysis.pipeline import report_for, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import report_for, resolve_layout
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 FIXTURE_FOLDERS = [

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 import profan
-from profan.report.pipeline import describe_shardings, resolve_layout
+from profan.report.analysis.pipeline import describe_shardings, resolve_layout
 from profan.roofline import score
 from profan.trace.schema import load_schema
 from tests.conftest import FIXTURES_DIR, gpu_fixtures

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 import profan
-from profan.report.kernels import launch_of, tile_of
-from profan.report.ops_table import ops_csv
-from profan.report.pipeline import report_for, resolve_layout
+from profan.report.analysis.kernels import launch_of, tile_of
+from profan.report.analysis.pipeline import report_for, resolve_layout
+from profan.report.render.ops_table import ops_csv
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 from tests.raw_xplane import raw_kernels
 

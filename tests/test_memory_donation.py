@@ -18,10 +18,10 @@ import pytest
 from profan.hlo import parse_file, views
 from profan.hlo.model import Module, Shape
 from profan.memory.updates import output_flows
-from profan.report.build import Analysis, build_report
-from profan.report.config import RuleConfig
+from profan.report.analysis.build import Analysis, build_report
+from profan.report.analysis.pipeline import analyse
 from profan.report.model import Report
-from profan.report.pipeline import analyse
+from profan.report.rules.config import RuleConfig
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 STATE_STEPS = FIXTURES_DIR / "state_steps"

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from profan.memory import analyze_trace
-from profan.report import diff as diff_module
-from profan.report import html, markdown
-from profan.report.build import build_report
-from profan.report.config import RuleConfig
-from profan.report.memory import diff_lines, large_temporary, near_capacity
+from profan.report.analysis.build import build_report
+from profan.report.analysis.memory import diff_lines, large_temporary, near_capacity
+from profan.report.analysis.pipeline import analyse
+from profan.report.check import diff as diff_module
 from profan.report.model import Report
-from profan.report.pipeline import analyse
+from profan.report.render import html, markdown
+from profan.report.rules.config import RuleConfig
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -124,7 +124,7 @@ def test_diff_shows_peak_change_and_new_buffers() -> None:
 
 
 def test_check_budgets_peak_and_headroom() -> None:
-    from profan.report.budget import budget_from_mapping, evaluate
+    from profan.report.check.budget import budget_from_mapping, evaluate
 
     report = _report("mlp")  # peak 409,640 B per device; cpu entry: 64 GB (approximate)
 

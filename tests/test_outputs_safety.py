@@ -161,14 +161,14 @@ CHIPS = ["cpu", "h100", "h200", "a100", "tpu-v5e", "b200"]
 
 @pytest.fixture(scope="module")
 def machine_reports(fixtures_dir: Path) -> list[dict[str, Any]]:
-    from profan.report.pipeline import Progress, report_for
+    from profan.report.analysis.pipeline import Progress, report_for
 
     trace = str(fixtures_dir / "matmul" / "trace")
     return [report_for(trace, chip=chip, progress=Progress(False)).to_dict() for chip in CHIPS]
 
 
 def _record(path: str, report: dict[str, Any], barrier: Any) -> None:
-    from profan.report.baseline import write_baseline
+    from profan.report.check.baseline import write_baseline
 
     barrier.wait()
     write_baseline(path, report)
@@ -177,7 +177,7 @@ def _record(path: str, report: dict[str, Any], barrier: Any) -> None:
 def test_concurrent_baseline_updates_keep_every_entry(
     machine_reports: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    from profan.report.baseline import machine_key, read_baselines
+    from profan.report.check.baseline import machine_key, read_baselines
 
     machines = {machine_key(report) for report in machine_reports}
     assert len(machines) == len(CHIPS)  # the test means something only with distinct machines

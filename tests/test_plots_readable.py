@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from profan.memory.render import buffers_svg, timeline_svg
-from profan.report import plots
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from profan.report.model import Report
-from profan.report.pipeline import analyse
+from profan.report.render import plots
 
 _CACHE: dict[str, Report] = {}
 

@@ -25,7 +25,7 @@ sys.modules["jax"] = None  # this project runs without JAX, whether or not it is
 
 PROJECT_TEST = f"""
 import pytest
-from profan.report.pipeline import report_for
+from profan.report.analysis.pipeline import report_for
 
 MLP = report_for({str(FIXTURES_DIR / "mlp")!r})
 MLP_WORSE = report_for({str(FIXTURES_DIR / "mlp_worse")!r})

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from profan.report import rules
-from profan.report.build import build_report
-from profan.report.config import RuleConfig
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from profan.report.format import bytes_lines, seconds
 from profan.report.model import Report
-from profan.report.pipeline import analyse
-from profan.report.terminal import render
+from profan.report.render.terminal import render
+from profan.report.rules import catalogue as rules
+from profan.report.rules.config import RuleConfig
 from profan.units import si
 
 pytestmark = pytest.mark.corpus
@@ -84,7 +84,7 @@ def test_json_states_the_transfer_and_its_wait_apart(v6e_analysis, v6e_report) -
 
 
 def test_every_format_says_the_same_of_each_transfer(v6e_analysis, v6e_report) -> None:
-    from profan.report import annotate, html, markdown
+    from profan.report.render import annotate, html, markdown
 
     text = render(v6e_report, top=20, width=200).splitlines()
     md = markdown.render(v6e_report, top=20).splitlines()

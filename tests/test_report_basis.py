@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profan.report import html, markdown, plots, terminal
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.page_data import add_page_data
+from profan.report.analysis.pipeline import analyse
 from profan.report.model import Report
-from profan.report.page_data import add_page_data
-from profan.report.pipeline import analyse
+from profan.report.render import html, markdown, plots, terminal
 from profan.roofline import BOUNDS
 
-CHARTS_JS = Path(__file__).resolve().parent.parent / "profan/report/html/assets/charts.js"
+CHARTS_JS = Path(__file__).resolve().parent.parent / "profan/report/render/html/assets/charts.js"
 _CACHE: dict[str, Report] = {}
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from profan.report.diff import op_changes
+from profan.report.analysis.pipeline import report_for
+from profan.report.check.diff import op_changes
 from profan.report.keys import pair_keys
 from profan.report.model import Report
-from profan.report.pipeline import report_for
 from tests.conftest import FIXTURES_DIR
 
 
@@ -95,7 +95,7 @@ def test_check_against_a_json_report_pairs_as_diff_does() -> None:
     it with (``keys.pair_ops``), not with the op that happens to carry its key (it did)."""
     import dataclasses
 
-    from profan.report.budget import Budget, compare
+    from profan.report.check.budget import Budget, compare
     from profan.report.keys import check_id, pair_ops
 
     a, b = _reports()

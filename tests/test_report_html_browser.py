@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import profan
-from profan.report.pipeline import resolve_layout
+from profan.report.analysis.pipeline import resolve_layout
 from tests.browser import VIEWPORT, browser, screenshots, visit
 from tests.conftest import FIXTURES_DIR, REPO_ROOT
 

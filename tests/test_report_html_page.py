@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from profan.report import html
-from profan.report.html.page import SCRIPTS, STYLE, asset
+from profan.report.analysis.pipeline import report_for
 from profan.report.model import Report
-from profan.report.pipeline import report_for
+from profan.report.render import html
+from profan.report.render.html.page import SCRIPTS, STYLE, asset
 
 
 def _embedded(page: str) -> dict:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from profan.cli import main
-from profan.report import markdown, terminal
-from profan.report.html.header import header_html
 from profan.report.model import Report
+from profan.report.render import markdown, terminal
+from profan.report.render.html.header import header_html
 from tests.conftest import FIXTURES_DIR
 from tests.raw_xplane import inspect_xplane
 

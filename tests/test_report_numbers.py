@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from profan.report.model import Report
-from profan.report.pipeline import analyse
 
 FIXTURES = ("matmul", "mlp", "mlp_worse", "collectives", "transformer")
 pytestmark = pytest.mark.slow
@@ -303,7 +303,7 @@ def test_terminal_colour_only_when_asked(
 ) -> None:
     import io
 
-    from profan.report import terminal
+    from profan.report.render import terminal
 
     _, report = _report(fixtures_dir / "mlp")
     assert "\x1b[" in terminal.render(report, colour=True)

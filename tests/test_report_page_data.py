@@ -1,4 +1,4 @@
-"""What the HTML page adds to a report (profan.report.page_data): each op's HLO line, fused
+"""What the HTML page adds to a report (profan.report.analysis.page_data): each op's HLO line, fused
 body and stack, and every step's op slices per device.  Checked against independent sources:
 the trace's own events (``profan.load``), and the HLO text XLA printed for the same programs."""
 
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 import profan
-from profan.report.config import RuleConfig
+from profan.report.analysis.pipeline import report_for, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import report_for, resolve_layout
+from profan.report.rules.config import RuleConfig
 from profan.report.slices import COLUMN_TYPES, decode_column
 
 INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
@@ -220,8 +220,8 @@ def test_synthetic_profile_without_steps_draws_as_one(fixtures_dir: Path) -> Non
     step markers.  The whole profile becomes one timeline entry, step -1."""
     from dataclasses import replace
 
-    from profan.report.page_data import timeline
-    from profan.report.pipeline import analyse
+    from profan.report.analysis.page_data import timeline
+    from profan.report.analysis.pipeline import analyse
 
     analysis = analyse(fixtures_dir / "transformer")
     report = report_for(fixtures_dir / "transformer")

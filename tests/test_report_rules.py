@@ -10,10 +10,11 @@ from profan.cost.bytes import padding_ratio
 from profan.hlo.opcodes import collective_kind
 from profan.hlo.parser import parse_module
 from profan.hlo.views import called_computations
-from profan.report import hlo_checks, rules
-from profan.report.config import RuleConfig
 from profan.report.model import Device, OpEntry, Report, Summary
-from profan.report.rules import OpContext
+from profan.report.rules import catalogue as rules
+from profan.report.rules import hlo_checks
+from profan.report.rules.catalogue import OpContext
+from profan.report.rules.config import RuleConfig
 
 
 def _module(path: Path):

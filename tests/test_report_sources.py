@@ -13,12 +13,12 @@ import pytest
 
 from profan.cli import main
 from profan.cost.kernels import SOURCES, USER_KERNELS_ENV
-from profan.report import terminal
-from profan.report.budget import Budget, OpBudget, evaluate
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
+from profan.report.check.budget import Budget, OpBudget, evaluate
 from profan.report.format import SOURCE_MARKS, bytes_lines, sources_legend, step_share_text
 from profan.report.model import OpEntry, Report
-from profan.report.pipeline import analyse
+from profan.report.render import terminal
 from profan.units import si
 from tests.conftest import gpu_fixtures
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from profan.report import html, layout, markdown, terminal
-from profan.report.build import build_report
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from profan.report.model import Report
-from profan.report.pipeline import analyse
+from profan.report.render import html, layout, markdown, terminal
 from tests.conftest import gpu_fixtures
 
 _CACHE: dict[str, Report] = {}
@@ -250,8 +250,8 @@ def test_programs_sharing_a_module_name_are_told_apart(corpus_dir: Path) -> None
 def test_annotate_uses_the_chosen_programs_ops(corpus_dir: Path) -> None:
     """Four programs named jit_matmul each have a custom-call.1: annotating one program prints
     that program's own measurement beside its custom-call.1, not another's."""
-    from profan.report import annotate
     from profan.report.format import seconds
+    from profan.report.render import annotate
 
     analysis = analyse(corpus_dir / "traces/mi300x_jax08_attention.xplane.pb")
     report = build_report(analysis)

@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from profan.errors import ConfigError
-from profan.report import budget, keys, timeline
+from profan.report import keys
+from profan.report.analysis import timeline
+from profan.report.check import budget
 from profan.report.format import wrap_name
 
 
@@ -203,9 +205,9 @@ def test_json_report_version_checked() -> None:
 def test_a_schema_1_report_still_reads_back(fixtures_dir: Path) -> None:
     """Baselines written by schema 1 (before steps[].measured_s and the time splits changed
     meaning, and before label/sources existed) still load: labels default to names."""
-    from profan.report.build import build_report
+    from profan.report.analysis.build import build_report
+    from profan.report.analysis.pipeline import analyse
     from profan.report.model import Report
-    from profan.report.pipeline import analyse
 
     data = build_report(analyse(fixtures_dir / "matmul")).to_dict()
     data["schema_version"] = 1

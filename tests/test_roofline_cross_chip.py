@@ -31,7 +31,7 @@ import profan
 from profan.chips import Chip, get_chip
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import called_computations, custom_call_target
-from profan.report.pipeline import describe_shardings, resolve_layout
+from profan.report.analysis.pipeline import describe_shardings, resolve_layout
 from profan.roofline import Score, score
 from tests.conftest import FIXTURES_DIR
 

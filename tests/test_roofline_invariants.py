@@ -20,7 +20,7 @@ import pytest
 
 import profan
 from profan.cost.kernels import SOURCES
-from profan.report.pipeline import describe_shardings, resolve_layout
+from profan.report.analysis.pipeline import describe_shardings, resolve_layout
 from profan.roofline import BOUNDS, Score, score
 from tests.conftest import FIXTURES_DIR, corpus_params
 

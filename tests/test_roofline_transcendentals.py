@@ -21,8 +21,8 @@ from profan.chips import catalogue, get_chip
 from profan.cost import CostModel
 from profan.hlo.opcodes import TRANSCENDENTAL_OPCODES
 from profan.hlo.parser import parse_instruction
-from profan.report.build import Analysis, build_report
-from profan.report.pipeline import analyse
+from profan.report.analysis.build import Analysis, build_report
+from profan.report.analysis.pipeline import analyse
 from profan.roofline import op_times
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 

@@ -18,8 +18,8 @@ import pytest
 
 import profan
 from profan.hlo import parse_module
-from profan.report.build import build_report
-from profan.report.pipeline import analyse
+from profan.report.analysis.build import build_report
+from profan.report.analysis.pipeline import analyse
 from profan.trace.command_buffers import COMMAND_BUFFER, attribute, kernel_name
 from tests.conftest import GPU_CHIPS, gpu_fixtures
 

@@ -297,7 +297,7 @@ def test_an_unseen_trace_read_ahead_is_looked_up_only_once_stored(
     would wait for the read; only the same bytes rewritten at the same path could be found): it
     is hashed once the read is taken over and stored under its content's key.  The next open
     finds it; a rewrite of the same bytes is read again once (the same output), then found."""
-    import profan.report.pipeline as pipeline
+    import profan.report.analysis.pipeline as pipeline
     from profan.cache import keys
     from profan.trace import pod
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from profan.units import percent, seconds, si
 
-UTIL_JS = Path(__file__).resolve().parent.parent / "profan/report/html/assets/util.js"
+UTIL_JS = Path(__file__).resolve().parent.parent / "profan/report/render/html/assets/util.js"
 TIME_FACTORS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 PREFIX_FACTORS = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 NUMBER = r"(-?\d+(?:\.\d+)?)"
@@ -196,9 +196,9 @@ def test_chips_and_memory_spell_units_as_the_report(fixtures_dir: Path) -> None:
 def test_efficiency_cells_never_read_zero(fixtures_dir: Path) -> None:
     """The terminal table's eff cell of every op with a non-zero efficiency parses back to it
     (transformer's all-reduce.1 is at 0.3%: the cell read "0%")."""
-    from profan.report import terminal
-    from profan.report.build import build_report
-    from profan.report.pipeline import analyse
+    from profan.report.analysis.build import build_report
+    from profan.report.analysis.pipeline import analyse
+    from profan.report.render import terminal
 
     report = build_report(analyse(fixtures_dir / "transformer"))
     efficiency = {op.label: op.efficiency for op in report.ops}

@@ -8,8 +8,8 @@ from functools import cache
 
 import pytest
 
+from profan.report.analysis.pipeline import report_for, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import report_for, resolve_layout
 from profan.whatif.fit import launches
 from profan.whatif.project import Projection, project_chip
 from tests.conftest import FIXTURES_DIR

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from profan.commands.whatif import recompiled_roofline
+from profan.report.analysis.pipeline import report_for, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import report_for, resolve_layout
 from profan.whatif.project import project_hlo
 from tests.conftest import FIXTURES_DIR
 

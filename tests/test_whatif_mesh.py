@@ -14,8 +14,8 @@ import pytest
 
 from profan.chips import get_chip
 from profan.errors import ConfigError
+from profan.report.analysis.pipeline import report_for, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import report_for, resolve_layout
 from profan.whatif.mesh import collective_ideal_s, parse_mesh, project_mesh
 from tests.conftest import FIXTURES_DIR
 

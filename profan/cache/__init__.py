@@ -13,7 +13,7 @@ the report alone would not serve another ``--chip`` or rule set.  Hence:
    only (``profan.trace.fingerprint``), so any other chip, rule set or budget re-scores it
    without reading the trace;
 2. **the built report** per inputs and every option that changes it (``profan.report.stored``,
-   wired in ``profan.report.pipeline``): ``check``, ``diff``, ``annotate`` and every format
+   wired in ``profan.report.analysis.pipeline``): ``check``, ``diff``, ``annotate`` and every format
    read it;
 3. **what a command printed** from reports (the report's text per format, terminal width and
    colour; a check's output, exit code and JUnit XML; a diff; an annotated module), keyed by the

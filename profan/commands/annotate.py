@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 from profan.api import TRACE_INPUTS
 from profan.commands.arguments import add_trace_options
 from profan.outputs import write_stdout
-from profan.report.config import RuleConfig, load_rule_config
-from profan.report.pipeline import (
+from profan.report.analysis.pipeline import (
     Inputs,
     Progress,
     analyse_inputs,
@@ -17,6 +16,7 @@ from profan.report.pipeline import (
     locate,
     reading_ahead,
 )
+from profan.report.rules.config import RuleConfig, load_rule_config
 from profan.report.stored import read_text, text_key, write_report, write_text
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ def _annotated(
     annotated_key = None if key is None else text_key(key, "annotate", args.module, args.format)
     text = None if annotated_key is None else read_text(annotated_key)
     if text is None:
-        from profan.report import annotate
-        from profan.report.build import build_report
+        from profan.report.analysis.build import build_report
+        from profan.report.render import annotate
 
         analysis = analyse_inputs(inputs, args.chip, progress, use_cache=not args.no_cache)
         report = build_report(analysis, config)

@@ -14,7 +14,13 @@ from profan.cache.keys import file_input
 from profan.commands.arguments import add_trace_options
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
-from profan.report.pipeline import Progress, cache_key, locate, read_json_report, report_for
+from profan.report.analysis.pipeline import (
+    Progress,
+    cache_key,
+    locate,
+    read_json_report,
+    report_for,
+)
 from profan.report.stored import read_output, text_key, write_output
 
 
@@ -28,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         help="a `profan report --format json` output, or a per-machine baseline file "
-        "(profan.report.baseline), to compare to",
+        "(profan.report.check.baseline), to compare to",
     )
     parser.add_argument(
         "--update-baseline",
@@ -98,8 +104,8 @@ def _output_key(args: argparse.Namespace) -> str | None:
 
 
 def _check(args: argparse.Namespace) -> CheckOutput | None:
-    from profan.report import baseline as baselines
-    from profan.report.budget import (
+    from profan.report.check import baseline as baselines
+    from profan.report.check.budget import (
         Budget,
         evaluate,
         github_annotations,

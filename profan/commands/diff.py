@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from profan.api import TRACE_INPUTS
 from profan.outputs import write_stdout
-from profan.report.layout import terminal_width
-from profan.report.pipeline import Progress, text_for
+from profan.report.analysis.pipeline import Progress, text_for
+from profan.report.render.layout import terminal_width
 
 if TYPE_CHECKING:
     from profan.report.model import Report
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     width = terminal_width(sys.stdout) if args.format == "term" else 0
 
     def render(a: Report, b: Report) -> str:
-        from profan.report import comparison
+        from profan.report.render import comparison
 
         if args.format == "json":
             import json
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
         if args.format == "md":
             return comparison.markdown(a, b, top=args.top, label_a=args.a, label_b=args.b)
-        from profan.report import diff
+        from profan.report.check import diff
 
         # each side named by what it ran on, not only its path (H100 against H200 reads so)
         label_a = f"{args.a}  ({comparison.side(a, args.a).text()})"

@@ -23,8 +23,8 @@ from profan.export import (
     xplane_targets,
 )
 from profan.outputs import check_destination, option_inputs, refuse_inputs
-from profan.report.config import load_rule_config
-from profan.report.pipeline import Progress, resolve_layout
+from profan.report.analysis.pipeline import Progress, resolve_layout
+from profan.report.rules.config import load_rule_config
 from profan.trace.discover import find_run
 from profan.units import si
 

@@ -130,8 +130,8 @@ def _print_text(summary: dict[str, Any]) -> None:
 
 
 def _print_table(table: pd.DataFrame, chip: str, top: int) -> None:
-    from profan.report import module_table
-    from profan.report.layout import Style, terminal_width, use_colour
+    from profan.report.render import module_table
+    from profan.report.render.layout import Style, terminal_width, use_colour
 
     style = Style(use_colour(sys.stdout))
     width = terminal_width(sys.stdout)

@@ -11,7 +11,7 @@ from profan.api import DEFAULT_TOP, TRACE_INPUTS, ReportOptions, json_text
 from profan.commands.arguments import add_trace_options
 from profan.errors import ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
-from profan.report.pipeline import Progress, report_for, text_for
+from profan.report.analysis.pipeline import Progress, report_for, text_for
 
 if TYPE_CHECKING:
     from profan.report.model import Report
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     rendering = ("report", args.format, top, *_terminal_options(args.format, out_dir), selection)
 
     def select_and_render(report: Report, plots: bool = False) -> str:
-        from profan.report.selection import heading, selected
+        from profan.report.render.selection import heading, selected
 
         chosen_ops = selected(report, filters, order)
         title = None
@@ -149,7 +149,7 @@ def _note_unused(args: argparse.Namespace, out_dir: Path | None) -> None:
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
     """Before any analysis: no file the report writes (the report, plots) is an input, and
     ``out_dir`` takes files."""
-    # (the plots' names, not profan.report.plots: it loads matplotlib)
+    # (the plots' names, not profan.report.render.plots: it loads matplotlib)
     plots = ("roofline", "time_per_step", "measured_vs_ideal")
     written = [out_dir / REPORT_FILES[args.format], *(out_dir / f"{n}.png" for n in plots)]
     inputs = [("trace", args.trace), ("--hlo", args.hlo), ("--config", args.config)]
@@ -171,7 +171,7 @@ def _terminal_options(fmt: str, out_dir: Path | None) -> tuple[bool, int]:
     width in a file; other formats have neither."""
     if fmt != "term":
         return False, 0
-    from profan.report.layout import DEFAULT_WIDTH, terminal_width, use_colour
+    from profan.report.render.layout import DEFAULT_WIDTH, terminal_width, use_colour
 
     if out_dir is not None:
         return False, DEFAULT_WIDTH
@@ -193,26 +193,26 @@ def render(
     if fmt == "json":
         return json_text(report)
     if fmt == "csv":
-        from profan.report.ops_table import ops_csv
+        from profan.report.render.ops_table import ops_csv
 
         return ops_csv(report)
     if fmt == "term":
-        from profan.report import terminal
+        from profan.report.render import terminal
 
         colour, width = _terminal_options(fmt, out_dir)
         return terminal.render(
             report, top=top, colour=colour, width=width, heading=heading, op_total=op_total
         )
     if fmt == "html":
-        from profan.report import html
+        from profan.report.render import html
 
         if plots and out_dir is not None:  # the page draws its own charts: PNGs only if asked
-            from profan.report import plots as plot_module
+            from profan.report.render import plots as plot_module
 
             plot_module.write_pngs(plot_module.render_png(report), out_dir)
         return html.render(report, top=top)
-    from profan.report import markdown
-    from profan.report import plots as plot_module
+    from profan.report.render import markdown
+    from profan.report.render import plots as plot_module
 
     images: dict[str, str] = {}
     if out_dir is not None:

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from profan.report.pipeline import report_for, resolve_layout
+    from profan.report.analysis.pipeline import report_for, resolve_layout
     from profan.whatif import render
     from profan.whatif.project import project_chip, project_hlo
 

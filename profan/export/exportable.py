@@ -12,10 +12,10 @@ import pandas as pd
 from profan.errors import TraceError
 from profan.export.events import HostRows, Matcher, Origin
 from profan.export.figures import Figures, figures_of, span_figures
-from profan.report.build import Analysis, build_report
-from profan.report.config import RuleConfig
+from profan.report.analysis.build import Analysis, build_report
+from profan.report.analysis.pipeline import Progress, analyse, resolve_layout
 from profan.report.model import Report
-from profan.report.pipeline import Progress, analyse, resolve_layout
+from profan.report.rules.config import RuleConfig
 from profan.trace.discover import Run, find_run
 from profan.trace.storage import RemotePath
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profan.report.build import Analysis
+from profan.report.analysis.build import Analysis
 from profan.report.model import Report
 from profan.roofline.spans import event_rows, span_rows
 

@@ -6,7 +6,6 @@ import math
 
 from profan.cost.kernels import SOURCE_MEANINGS
 from profan.report.model import Finding, OpEntry, Summary
-from profan.report.savings import ranked
 from profan.units import percent, seconds, si  # the shared formatters (renderers import them here)
 
 
@@ -38,16 +37,6 @@ def wrap_name(name: str, width: int, separators: str = "._-/") -> list[str]:
             line = line[width:]
         out.append(line)
     return out
-
-
-def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Finding]]]:
-    """Findings grouped for display, ranked by what fixing them would save
-    (``profan.report.savings``): one group per op, and the whole-profile findings (no op) as one
-    group under ``None``, each group where its largest saving ranks."""
-    groups: dict[str | None, list[Finding]] = {}
-    for f in ranked(findings):
-        groups.setdefault(f.op or None, []).append(f)
-    return list(groups.items())
 
 
 def saving_text(finding: Finding) -> str | None:

@@ -3,7 +3,7 @@
 Every renderer (terminal, Markdown, HTML, JSON), ``profan check`` and ``profan diff`` read this
 one object, so the numbers they print are the same numbers.  ``Report.to_dict()`` is the JSON
 report (schema in ``SCHEMA.md``); ``Report.from_dict()`` reads one back (baselines, diffs).
-``profan.report.build`` makes a Report from a scored profile.
+``profan.report.analysis.build`` makes a Report from a scored profile.
 """
 
 from __future__ import annotations
@@ -84,11 +84,12 @@ class OpEntry:
     # the program: the key of its module in the profile (``jit_matmul(19)``), None without HLO
     program: str | None = None
     # the name as shown: ``name``, or ``program/name`` where several programs have an op of
-    # that name (profan.report.build); reports written before it existed read back with name
+    # that name (profan.report.analysis.build); reports written before it existed read back
+    # with name
     label: str = ""
     # GPU: the kernels the op ran, heaviest first, over its executions on every device
-    # (profan.report.kernels: name, count, time_s, launch, launch_configs, tile); None where
-    # the trace has no kernels (TPU, CPU) or the report predates the field
+    # (profan.report.analysis.kernels: name, count, time_s, launch, launch_configs, tile);
+    # None where the trace has no kernels (TPU, CPU) or the report predates the field
     kernels: list[dict[str, Any]] | None = None
     # The HTML page's detail pane (profan.report.page; null unless the report was built for
     # the page): the instruction as profan prints it, a fusion's fused computation, and the
@@ -153,7 +154,7 @@ class Finding:
     source: str | None = None
     time_s: float = 0.0  # time at stake (the op's or ops' measured time, all devices)
     host: str | None = None  # the host a cross-host finding names (JSON: only when set)
-    # What fixing it would save (profan.report.savings): time, all devices over the captured
+    # What fixing it would save (profan.report.rules.savings): time, all devices over the captured
     # steps, and that as a share of the devices' time; or bytes per device, and that as a share
     # of the chip's memory per device.  None where the rule cannot say; ``saving_from`` says how
     # the figure was estimated.
@@ -260,17 +261,18 @@ class Report:
     unmatched: list[dict[str, Any]]
     trace: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
-    # One entry per program and memory space (profan.report.memory; SCHEMA.md "memory").
+    # One entry per program and memory space (profan.report.analysis.memory; SCHEMA.md "memory").
     memory: list[dict[str, Any]] = field(default_factory=list)
-    # The cross-host view (profan.report.hosts; SCHEMA.md "hosts"), empty for one host.
+    # The cross-host view (profan.report.analysis.hosts; SCHEMA.md "hosts"), empty for one host.
     hosts: list[dict[str, Any]] = field(default_factory=list)
     cross_host: dict[str, Any] = field(default_factory=dict)
-    # Every rule, what it checks and the thresholds it used (profan.report.rules.rule_table).
+    # Every rule, what it checks and the thresholds it used
+    # (profan.report.rules.catalogue.rule_table).
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Every step's op slices per device, for the HTML page's timeline (profan.report.page);
     # None unless the report was built for the page.
     timeline: Timeline | None = None
-    # The matmul ops by shape and dtype (profan.report.gemms; SCHEMA.md "gemms").
+    # The matmul ops by shape and dtype (profan.report.analysis.gemms; SCHEMA.md "gemms").
     gemms: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

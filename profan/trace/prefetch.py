@@ -3,7 +3,7 @@
 A cold ``profan report`` of one big host spends about as long decoding the xplane as it does
 importing pandas and the pipeline and parsing the ``--hlo`` dump, and none of the latter needs
 the trace.  So a command that will read the trace starts the read first (``start``, from
-``profan.report.pipeline.reading_ahead``: before pandas is even imported) and goes on; the
+``profan.report.analysis.pipeline.reading_ahead``: before pandas is even imported) and goes on; the
 loader takes it over where it would have read the host itself (``claim``, in
 ``profan.trace.load``), after parsing the dump.  The worker reads the host exactly as
 ``xplane.read_host`` does in the loader, so the profile is the same either way.

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from profan.errors import ProfanError
 from profan.hlo import parse_instruction
@@ -42,14 +41,6 @@ ROOT_TUPLE = "tuple.rebuilt"
 
 class RebuildError(ProfanError):
     """An op whose fused body cannot be put back together (a line that does not fit)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Body:
-    """The lines of one fused computation and the fusion instruction that calls it."""
-
-    caller: Instruction
-    lines: tuple[FusedLine, ...]
 
 
 def _same_data(first: Shape, second: Shape) -> bool:

@@ -60,11 +60,6 @@ class Sharding:
     def num_devices(self) -> int:
         return len(self.devices)
 
-    def tiles_along(self, dim: int) -> int:
-        """How many ways array dimension ``dim`` is split (1 when not tiled)."""
-        dims = self.data_tile_dims
-        return dims[dim] if dim < len(dims) else 1
-
     def global_dims(self, local_dims: tuple[int, ...]) -> tuple[int, ...]:
         """The global shape of an array whose per-device shape is ``local_dims``."""
         dims = self.data_tile_dims

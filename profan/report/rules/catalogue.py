@@ -2,9 +2,9 @@
 
 A rule looks at the per-op table (measured vs ideal), the op's HLO instruction and the timeline
 facts the report computed (exposed time, idle gaps).  Thresholds live in ``RuleConfig``; what a
-rule asks of one instruction is in ``profan.report.hlo_checks``.  Each finding states what fixing
-it would save; a finding under its rule's floor (``RuleInfo.floors``, ``profan.report.savings``)
-stays silent.
+rule asks of one instruction is in ``profan.report.rules.hlo_checks``.  Each finding states what
+fixing it would save; a finding under its rule's floor (``RuleInfo.floors``,
+``profan.report.rules.savings``) stays silent.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import custom_call_target
-from profan.report.advice import cost_unknown_advice
-from profan.report.config import RuleConfig
 from profan.report.format import percent, seconds, si
-from profan.report.hlo_checks import (
+from profan.report.model import Finding, OpEntry, Report
+from profan.report.rules.advice import cost_unknown_advice
+from profan.report.rules.config import RuleConfig
+from profan.report.rules.hlo_checks import (
     collective_identity,
     feeds_from_parameter,
     find_dot,
@@ -28,8 +29,7 @@ from profan.report.hlo_checks import (
     padding_of,
     shape_bytes,
 )
-from profan.report.model import Finding, OpEntry, Report
-from profan.report.savings import MEMORY_FLOORS, TIME_FLOOR, above_floor, ranked, with_shares
+from profan.report.rules.savings import MEMORY_FLOORS, TIME_FLOOR, above_floor, ranked, with_shares
 
 
 @dataclass(slots=True)
@@ -52,7 +52,7 @@ class RuleInfo:
     check: Rule
     thresholds: tuple[str, ...] = ()  # the RuleConfig fields the rule compares against
     # the RuleConfig fields below which a finding stays silent: savings floors
-    # (profan.report.savings), else the rule's own thresholds are its floor
+    # (profan.report.rules.savings), else the rule's own thresholds are its floor
     floors: tuple[str, ...] = (TIME_FLOOR,)
 
 

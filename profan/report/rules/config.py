@@ -2,7 +2,7 @@
 
 Unknown keys are errors.  A file that does not fit its types is a ``ConfigError`` naming the
 file, the key and what is allowed there (``profan.tomlschema``; exit code 2).  The budget and
-baseline tables are in ``profan.report.budget``.
+baseline tables are in ``profan.report.check.budget``.
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ class RuleConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     allgather_hbm_fraction_above: NonNegative = 0.05
     # idle: gaps between steps longer than this fraction of the median step time
     idle_gap_fraction_above: NonNegative = 0.10
-    # memory (profan.report.memory): a program's peak above this share of the chip's memory per
-    # device; one temporary buffer above this share of its program's peak
+    # memory (profan.report.analysis.memory): a program's peak above this share of the chip's
+    # memory per device; one temporary buffer above this share of its program's peak
     memory_near_capacity_above: NonNegative = 0.90
     memory_large_temporary_share_above: NonNegative = 0.25
-    # Floors (profan.report.savings): a finding whose estimated saving is below its rule's floor
-    # stays silent and counts toward no budget.  Time: under this share of the devices' time
+    # Floors (profan.report.rules.savings): a finding whose estimated saving is below its rule's
+    # floor stays silent and counts toward no budget.  Time: under this share of the devices' time
     # (busy span x devices).  Memory: under this many bytes per device, or under this share of
     # the chip's memory per device.
     min_saving_share: NonNegative = 0.005

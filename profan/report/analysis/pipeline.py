@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from profan.cache.keys import digest_behind, finish_digests
 from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.report.config import RuleConfig
+from profan.report.rules.config import RuleConfig
 from profan.report.stored import (
     read_report,
     read_text,
@@ -35,7 +35,7 @@ from profan.trace.storage import file_url_path, is_remote
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
     from profan import chips
     from profan.hlo.model import Module
-    from profan.report.build import Analysis
+    from profan.report.analysis.build import Analysis
     from profan.report.model import Report
     from profan.roofline.scoring import ModuleScoring
     from profan.sharding import ProgramMesh, ShardingReport
@@ -206,7 +206,7 @@ def _import_while_hashing(files: Iterable[Any]) -> None:
     anyway once their keys have been looked up and found nothing (a file the cache has not
     seen has nothing stored of it, short of a copy of one it has)."""
     digest_behind(files)
-    import profan.report.build
+    import profan.report.analysis.build
     import profan.trace.api  # noqa: F401
 
 
@@ -253,7 +253,7 @@ def analyse_inputs(
 ) -> Analysis:
     """``analyse`` of inputs already located."""
     from profan import roofline
-    from profan.report.build import Analysis
+    from profan.report.analysis.build import Analysis
     from profan.trace.api import load_run
     from profan.trace.options import LoadOptions
 
@@ -339,7 +339,7 @@ def report_for(
     ``use_cache``: reuse the report built before from the same inputs and options, and keep
     this one (``profan.report.stored``); the profile it is built from may come from the cache
     too.  A report for a caller that knows the program's meshes is not cached.  ``page``: also
-    what only the HTML page shows (``profan.report.page_data``; part of the key)."""
+    what only the HTML page shows (``profan.report.analysis.page_data``; part of the key)."""
     progress = progress or Progress(False)
     if str(path).endswith(".json") and Path(path).is_file():
         return read_json_report(path)
@@ -457,13 +457,13 @@ def _report(
         if cached is not None:
             progress(f"{inputs.trace}: the report of these inputs, from the cache")
             return cached
-    from profan.report.build import build_report
+    from profan.report.analysis.build import build_report
 
     analysis = analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
     progress("building the report")
     report = build_report(analysis, config)
     if page:
-        from profan.report.page_data import add_page_data  # only the HTML page pays for it
+        from profan.report.analysis.page_data import add_page_data  # only the HTML page pays for it
 
         add_page_data(report, analysis.profile)
     written = _taken(key)

@@ -14,17 +14,19 @@ from typing import Any
 
 from profan.chips import Chip
 from profan.hlo.model import Instruction, Module
-from profan.report import keys, rules, summary
-from profan.report.config import RuleConfig
+from profan.report import keys
+from profan.report.analysis import summary
+from profan.report.analysis.gemms import gemm_rows
+from profan.report.analysis.hosts import hosts_section, straggler_findings
+from profan.report.analysis.kernels import op_kernels
+from profan.report.analysis.memory import memory_section
+from profan.report.analysis.notes import distinct
+from profan.report.analysis.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.report.format import partial_devices_note
-from profan.report.gemms import gemm_rows
-from profan.report.hosts import hosts_section, straggler_findings
-from profan.report.kernels import op_kernels
-from profan.report.memory import memory_section
 from profan.report.model import Device, OpEntry, Report, Scalar
-from profan.report.notes import distinct
-from profan.report.savings import ranked
-from profan.report.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
+from profan.report.rules import catalogue as rules
+from profan.report.rules.config import RuleConfig
+from profan.report.rules.savings import ranked
 from profan.roofline import Score
 from profan.sharding import ShardingReport
 from profan.trace.profile import DeviceInfo, Profile

@@ -7,11 +7,17 @@ import sys
 from typing import IO, Any
 
 from profan.escape import escaped
+from profan.report.analysis.gemms import GEMM_COLUMNS, gemm_cells
+from profan.report.analysis.hosts import terminal_lines as hosts_terminal_lines
+from profan.report.analysis.kernels import kernel_summary
+from profan.report.analysis.memory import terminal_lines as memory_terminal_lines
+from profan.report.analysis.notes import HEADING as NOTES_HEADING
+from profan.report.analysis.notes import more_text, notes_shown
+from profan.report.analysis.splits import split_text
 from profan.report.format import (
     bytes_lines,
     comm_text,
     flops_lines,
-    grouped_findings,
     idle_text,
     mfu_text,
     percent,
@@ -21,10 +27,8 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
-from profan.report.gemms import GEMM_COLUMNS, gemm_cells
-from profan.report.hosts import terminal_lines as hosts_terminal_lines
-from profan.report.kernels import kernel_summary
-from profan.report.layout import (
+from profan.report.model import OpEntry, Report
+from profan.report.render.layout import (
     DEFAULT_WIDTH,
     Column,
     Style,
@@ -36,13 +40,9 @@ from profan.report.layout import (
     try_widths,
     use_colour,
 )
-from profan.report.memory import terminal_lines as memory_terminal_lines
-from profan.report.model import OpEntry, Report
-from profan.report.notes import HEADING as NOTES_HEADING
-from profan.report.notes import more_text, notes_shown
-from profan.report.outline import in_order
-from profan.report.rules import RULES
-from profan.report.splits import split_text
+from profan.report.render.outline import in_order
+from profan.report.rules.catalogue import RULES
+from profan.report.rules.savings import grouped_findings
 
 
 def sharding_lines(op: OpEntry) -> list[str]:
@@ -268,7 +268,7 @@ def render(
     op_total: float | None = None,
 ) -> str:
     """The report as terminal text; no line is wider than ``width`` columns.  ``heading``:
-    the op table's title when its ops were selected (``profan.report.selection``), and
+    the op table's title when its ops were selected (``profan.report.render.selection``), and
     ``op_total`` the time of all ops, which the % column is a share of."""
     report = escaped(report)  # names from the trace are data: no control character passes
     style = Style(colour)

@@ -49,12 +49,12 @@ from profan.escape import (
     xml_attribute,
     xml_text,
 )
-from profan.report.config import NonNegative, RuleConfig
+from profan.report.analysis.hosts import host_checks
+from profan.report.analysis.memory import memory_checks
 from profan.report.format import percent, seconds
-from profan.report.hosts import host_checks
 from profan.report.keys import base_name, check_id, pair_ops
-from profan.report.memory import memory_checks
 from profan.report.model import OpEntry, Report
+from profan.report.rules.config import NonNegative, RuleConfig
 from profan.tomlschema import Pattern, convert, read_toml
 
 _STRUCT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
@@ -92,7 +92,7 @@ class BaselineTable(msgspec.Struct, **_STRUCT):
     mfu_tolerance: NonNegative = 0.10
     new_collectives: bool = True
     no_new_suspicious: bool = True
-    # per-machine step-time baselines (profan.report.baseline): gate on step time at all
+    # per-machine step-time baselines (profan.report.check.baseline): gate on step time at all
     # ("auto": on TPU/GPU, not on CPU); tolerance = max(time_tolerance_min,
     # time_noise_factor x (median - min) / min)
     time_gate: Literal["auto"] | bool = "auto"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from profan.report.config import RuleConfig
 from profan.report.model import Finding, Report
+from profan.report.rules.config import RuleConfig
 
 # The RuleConfig fields a floor may name (RuleInfo.floors), and what each compares.
 TIME_FLOOR = "min_saving_share"
@@ -81,3 +81,13 @@ def rank_key(finding: Finding) -> tuple[int, float]:
 
 def ranked(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=rank_key)
+
+
+def grouped_findings(findings: list[Finding]) -> list[tuple[str | None, list[Finding]]]:
+    """Findings grouped for display, ranked by what fixing them would save
+    (``ranked``): one group per op, and the whole-profile findings (no op) as one
+    group under ``None``, each group where its largest saving ranks."""
+    groups: dict[str | None, list[Finding]] = {}
+    for f in ranked(findings):
+        groups.setdefault(f.op or None, []).append(f)
+    return list(groups.items())

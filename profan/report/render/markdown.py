@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from profan.escape import escaped, markdown_code, markdown_text
+from profan.report.analysis.gemms import GEMM_COLUMNS, gemm_cells
+from profan.report.analysis.hosts import markdown_lines as hosts_markdown_lines
+from profan.report.analysis.kernels import short_name
+from profan.report.analysis.memory import markdown_lines as memory_markdown_lines
+from profan.report.analysis.notes import HEADING as NOTES_HEADING
+from profan.report.analysis.notes import more_text, notes_shown
 from profan.report.format import (
     bytes_lines,
     comm_text,
     flops_lines,
-    grouped_findings,
     idle_text,
     mfu_text,
     percent,
@@ -17,15 +22,9 @@ from profan.report.format import (
     sources_legend,
     step_share_text,
 )
-from profan.report.gemms import GEMM_COLUMNS, gemm_cells
-from profan.report.hosts import markdown_lines as hosts_markdown_lines
-from profan.report.kernels import short_name
-from profan.report.memory import markdown_lines as memory_markdown_lines
 from profan.report.model import OpEntry, Report
-from profan.report.notes import HEADING as NOTES_HEADING
-from profan.report.notes import more_text, notes_shown
-from profan.report.outline import in_order
-from profan.report.terminal import (
+from profan.report.render.outline import in_order
+from profan.report.render.terminal import (
     ROOFLINE_COLUMNS,
     async_legend,
     ideal_lines,
@@ -33,6 +32,7 @@ from profan.report.terminal import (
     sharding_lines,
     wait_lines,
 )
+from profan.report.rules.savings import grouped_findings
 
 
 def _cell(text: str) -> str:
@@ -96,7 +96,7 @@ def render(
     heading: str | None = None,
 ) -> str:
     """The report as Markdown; ``heading``: the op table's title when its ops were selected
-    (``profan.report.selection``)."""
+    (``profan.report.render.selection``)."""
     report = escaped(report)  # names from the trace are data: no control character passes
     s, d, chip = report.summary, report.device, report.chip
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))

@@ -14,9 +14,9 @@ import pandas as pd
 
 from profan.hlo.printer import computation_to_text, instruction_to_text
 from profan.hlo.views import called_computations, stack_trace
+from profan.report.analysis.summary import op_identity
 from profan.report.model import OpEntry, Report
 from profan.report.slices import StepSlices, Timeline, encode_column
-from profan.report.summary import op_identity
 from profan.trace.profile import Profile
 
 # A fused body longer than this many instructions is cut (the page says how many were left out).

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from html import escape
 
-from profan.report.format import grouped_findings, saving_text
-from profan.report.gemms import GEMM_COLUMNS, gemm_cells
+from profan.report.analysis.gemms import GEMM_COLUMNS, gemm_cells
+from profan.report.format import saving_text
 from profan.report.model import Report
+from profan.report.rules.savings import grouped_findings
 
 
 def _op_link(key: str, label: str) -> str:
@@ -62,8 +63,8 @@ def unmatched_html(report: Report) -> str:
 
 
 def gemms_html(report: Report) -> str:
-    """The GEMM table (JSON ``gemms``, ``profan.report.gemms``): every row, its ops linked to
-    their detail; empty without matmuls."""
+    """The GEMM table (JSON ``gemms``, ``profan.report.analysis.gemms``): every row, its ops
+    linked to their detail; empty without matmuls."""
     if not report.gemms:
         return ""
     head = "".join(f"<th>{escape(name)}</th>" for name in (*GEMM_COLUMNS, "ops"))

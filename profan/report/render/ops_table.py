@@ -6,7 +6,8 @@ One row per op, in the report's order; the columns are the JSON report's op fiel
 Lists and objects (``flags``, ``collective``, ``bytes_by_space``, ...) stay Python lists and
 dicts in the frame and are written as JSON text in the CSV, so a reader gets them back whole.
 Beside ``kernels`` (GPU), ``kernel_summary`` is the list as compact text, heaviest first:
-``name×count; name×count`` (``profan.report.kernels.kernel_summary``; missing without kernels).
+``name×count; name×count`` (``profan.report.analysis.kernels.kernel_summary``; missing without
+kernels).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
-from profan.report.kernels import kernel_summary
+from profan.report.analysis.kernels import kernel_summary
 from profan.report.model import OpEntry, Report
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from profan.hlo.model import Module
 from profan.hlo.printer import module_to_text
 from profan.report.format import percent, seconds
 from profan.report.model import OpEntry, Report
-from profan.report.terminal import ideal_lines, measured_lines, wait_lines
+from profan.report.render.terminal import ideal_lines, measured_lines, wait_lines
 
 _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?([A-Za-z0-9_.\-]+)\s*=")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profan.report.baseline.entry import (
+from profan.report.check.baseline.entry import (
     MEMORY_QUANTITIES,
     UPDATE_HINT,
     Entry,
@@ -20,7 +20,7 @@ from profan.report.baseline.entry import (
     read_baselines,
     relative_source,
 )
-from profan.report.budget import Budget, CheckResult
+from profan.report.check.budget import Budget, CheckResult
 from profan.report.format import percent, seconds, si
 from profan.report.keys import pair_ops
 from profan.report.model import Report

@@ -21,8 +21,8 @@ from typing import Any
 from profan.cost import CostModel
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.views import backend_config
-from profan.report.hlo_checks import find_dot, matmul_dims, operand_shape
 from profan.report.model import OpEntry
+from profan.report.rules.hlo_checks import find_dot, matmul_dims, operand_shape
 
 _GEMM_TARGETS = ("cublas", "gemm", "hipblas")
 
@@ -245,7 +245,7 @@ GEMM_COLUMNS = ("M×N×K", "batch", "lhs,rhs→out", "layout", "n", "time", "FLO
 def gemm_cells(row: dict[str, Any], kernel_width: int = 60) -> list[str]:
     """One JSON ``gemms`` row as text cells, in ``GEMM_COLUMNS`` order (the heaviest kernel,
     cut to ``kernel_width``, with ``+N`` for the others)."""
-    from profan.report.kernels import short_name
+    from profan.report.analysis.kernels import short_name
     from profan.units import percent, seconds, si
 
     kernels = row.get("kernels") or []

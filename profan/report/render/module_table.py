@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from profan.report.format import seconds, si
-from profan.report.layout import Column, Style, fit_columns, hidden_note, para, table
+from profan.report.render.layout import Column, Style, fit_columns, hidden_note, para, table
 
 # Dropped in this order while the table does not fit (after the op name wraps).
 _DROP_ORDER = (("compute", "HBM", "ICI", "host"), ("opcode",), ("ICI bytes",), ("FLOPs",))

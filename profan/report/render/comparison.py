@@ -1,12 +1,12 @@
 """``profan diff`` beyond the terminal: what each side is (chip, devices, programs), and the
-comparison as Markdown and as JSON data.  The numbers are ``profan.report.diff``'s."""
+comparison as Markdown and as JSON data.  The numbers are ``profan.report.check.diff``'s."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from profan.report.diff import op_changes
+from profan.report.check.diff import op_changes
 from profan.report.format import percent, seconds
 from profan.report.model import Report
 

@@ -19,7 +19,7 @@ report's internals. Results are ``CheckResult`` rows, as ``profan check`` prints
 about one op carries the op's source line (GitHub annotations land there).
 """
 
-from profan.report.baseline.compare import (
+from profan.report.check.baseline.compare import (
     MAX_OP_LINES,
     TIMED_DEVICE_KINDS,
     TimePolicy,
@@ -27,7 +27,7 @@ from profan.report.baseline.compare import (
     compare,
     compare_entries,
 )
-from profan.report.baseline.entry import (
+from profan.report.check.baseline.entry import (
     FORMAT,
     FORMAT_VERSION,
     UPDATE_HINT,
@@ -40,7 +40,7 @@ from profan.report.baseline.entry import (
     read_baselines,
     write_baseline,
 )
-from profan.report.budget import CheckResult
+from profan.report.check.budget import CheckResult
 
 __all__ = [
     "FORMAT",

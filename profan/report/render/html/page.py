@@ -15,14 +15,14 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
+from profan.report.analysis.hosts import html_section as hosts_section
+from profan.report.analysis.memory import html_section as memory_section
 from profan.report.format import bytes_lines, flops_lines, seconds, sources_legend
-from profan.report.hosts import html_section as hosts_section
-from profan.report.html.header import header_html
-from profan.report.html.sections import findings_html, gemms_html, unmatched_html
-from profan.report.memory import html_section as memory_section
 from profan.report.model import OpEntry, Report
-from profan.report.outline import SECTIONS, in_order
-from profan.report.terminal import (
+from profan.report.render.html.header import header_html
+from profan.report.render.html.sections import findings_html, gemms_html, unmatched_html
+from profan.report.render.outline import SECTIONS, in_order
+from profan.report.render.terminal import (
     async_legend,
     ideal_lines,
     measured_lines,
@@ -37,7 +37,7 @@ STYLE = "page.css"
 
 @cache
 def asset(name: str) -> str:
-    return files("profan.report.html").joinpath("assets", name).read_text(encoding="utf-8")
+    return files("profan.report.render.html").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _op_text(op: OpEntry) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from profan.chips import Chip
 from profan.escape import markdown_code, markdown_text
 from profan.memory.analyze import analyze_profile
 from profan.memory.render import buffers_svg, size, timeline_svg
-from profan.report.config import RuleConfig
 from profan.report.format import percent
 from profan.report.model import Finding, Report
-from profan.report.rules import OpContext, rule
-from profan.report.savings import MEMORY_FLOORS
+from profan.report.rules.catalogue import OpContext, rule
+from profan.report.rules.config import RuleConfig
+from profan.report.rules.savings import MEMORY_FLOORS
 from profan.trace.profile import Profile
 
 TOP_BUFFERS = 10

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profan.report import timeline
+from profan.report.analysis import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
 from profan.roofline import BOUNDS
 from profan.trace.profile import OP_IDENTITY, row_groups

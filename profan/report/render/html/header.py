@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
+from profan.report.analysis.notes import HEADING as NOTES_HEADING
+from profan.report.analysis.notes import more_text, notes_shown
 from profan.report.format import (
     comm_text,
     idle_text,
@@ -18,9 +20,7 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.model import Report
-from profan.report.notes import HEADING as NOTES_HEADING
-from profan.report.notes import more_text, notes_shown
-from profan.report.savings import ranked
+from profan.report.rules.savings import ranked
 
 
 def _card(title: str, value: str, detail: str, tone: str = "") -> str:
@@ -41,7 +41,7 @@ def _tone(share: float | None, bad: float, warn: float, *, high_is_bad: bool) ->
 
 
 def _findings_detail(report: Report) -> str:
-    """The rules in the order of their largest saving (``profan.report.savings``), the first
+    """The rules in the order of their largest saving (``profan.report.rules.savings``), the first
     naming its op and what fixing it would save."""
     findings = ranked(report.findings)
     if not findings:
