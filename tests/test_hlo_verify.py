@@ -91,6 +91,33 @@ CASES: dict[str, tuple[str, str, str]] = {
         "dimension 0 of f32[18446744073709551616] is beyond int64",
     ),
     "deep_tuple": (_deep_tuple(3000), "4:8", f"nest deeper than {MAX_TUPLE_DEPTH} levels"),
+    # structure (profan.hlo.verify.structure): each exited 0 before, costed as something else
+    "unknown_opcode_in_a_fused_computation": (
+        "HloModule synthetic_unknown_opcode\n\nbody {\n  x = f32[8]{0} parameter(0)\n"
+        "  ROOT n = f32[8]{0} not-an-opcode(x)\n}\n\nENTRY main {\n  p = f32[8]{0} parameter(0)\n"
+        "  ROOT f = f32[8]{0} fusion(p), kind=kLoop, calls=body\n}\n",
+        "5:8",
+        "unknown opcode 'not-an-opcode'",
+    ),
+    "while_without_condition_or_body": (
+        "HloModule synthetic_while_without_body\n\nENTRY main {\n  p = f32[8]{0} parameter(0)\n"
+        "  ROOT w = f32[8]{0} while(p)\n}\n",
+        "5:8",
+        "while needs condition=, body=",
+    ),
+    "conditional_without_branches": (
+        "HloModule synthetic_conditional_without_branches\n\nENTRY main {\n"
+        "  i = s32[] parameter(0)\n  p = f32[8]{0} parameter(1)\n"
+        "  ROOT c = f32[8]{0} conditional(i, p)\n}\n",
+        "6:8",
+        "conditional needs branch_computations= or true_computation=, false_computation=",
+    ),
+    "send_without_its_token": (
+        "HloModule synthetic_send_without_token\n\nENTRY main {\n  p = f32[8]{0} parameter(0)\n"
+        "  ROOT s = (f32[8]{0}, u32[], token[]) send(p), channel_id=1\n}\n",
+        "5:8",
+        "send takes 2 operands, not 1",
+    ),
     "iota_replica_groups_of_1e10_devices": (
         "HloModule synthetic_huge_iota_groups, num_partitions=8\n\nadd {\n"
         "  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\n"

@@ -9,6 +9,9 @@ nothing (a dot whose contracting sizes differ still gets FLOPs).  ``verify_modul
   int64, a layout whose ``minor_to_major`` is not a permutation of the dimensions, tuples nested
   deeper than ``MAX_TUPLE_DEPTH`` (nothing real comes near; deeper ones exhaust Python's stack
   downstream);
+* structure (``structure``): an opcode XLA does not know, an operand count its opcode does not
+  allow, an op without a computation its opcode must call (``while`` without ``body=``,
+  ``conditional`` without branches, ``fusion`` without ``calls=``, …);
 * graphs (``graphs``): an instruction that depends on itself through its operands or control
   predecessors; a computation that calls itself (directly or not), or any call into the entry
   computation;
@@ -24,9 +27,10 @@ unbounded dynamic dimension matches any size.  The check is pure (``verifier``):
 ``first_problem`` returns the first ``Problem`` in printed order; ``verify_module`` raises it as
 ``HloInvalidError`` placed at the instruction's line and column when the text is given.
 
-Each module holds one idea: ``sizes`` (sizes, layouts, tuple depth, replica groups), ``graphs``
-(cycles, calls), ``ops`` (shapes of the ops costed by shape), ``problem`` (what is found) and
-``verifier`` (the checks in order); this package only re-exports them.
+Each module holds one idea: ``sizes`` (sizes, layouts, tuple depth, replica groups),
+``structure`` (opcodes, operand counts, called computations), ``graphs`` (cycles, calls),
+``ops`` (shapes of the ops costed by shape), ``problem`` (what is found) and ``verifier`` (the
+checks in order); this package only re-exports them.
 """
 
 from profan.hlo.verify.problem import Problem
@@ -38,6 +42,7 @@ from profan.hlo.verify.sizes import (
     shape_problem,
     strip_index_comments,
 )
+from profan.hlo.verify.structure import structure_problem
 from profan.hlo.verify.verifier import first_problem, verify_module
 
 __all__ = [
@@ -49,5 +54,6 @@ __all__ = [
     "group_devices",
     "shape_problem",
     "strip_index_comments",
+    "structure_problem",
     "verify_module",
 ]

@@ -10,6 +10,7 @@ from profan.hlo.verify.graphs import call_problem, cycle_problem
 from profan.hlo.verify.ops import op_problem
 from profan.hlo.verify.problem import Problem
 from profan.hlo.verify.sizes import group_problem, module_shape_problem
+from profan.hlo.verify.structure import structure_problem
 
 
 def verify_module(module: Module, *, text: str | None = None, file: str | None = None) -> None:
@@ -32,9 +33,11 @@ def verify_module(module: Module, *, text: str | None = None, file: str | None =
 
 def first_problem(module: Module) -> Problem | None:
     """The first thing XLA's verifier would reject in ``module`` (shapes first: the later
-    checks compute with them), or ``None``."""
+    checks compute with them; then the opcodes, operand counts and called computations that
+    the shape checks take for granted), or ``None``."""
     return (
         module_shape_problem(module)
+        or structure_problem(module)
         or call_problem(module)
         or cycle_problem(module)
         or op_problem(module)
