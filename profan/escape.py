@@ -26,8 +26,6 @@ import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
-from xml.sax.saxutils import escape as _xml_escape
-from xml.sax.saxutils import quoteattr
 
 T = TypeVar("T")
 
@@ -97,11 +95,16 @@ def _xml_allowed(text: str) -> str:
 
 def xml_text(text: str) -> str:
     """``text`` as XML character data."""
-    return _xml_escape(_xml_allowed(text))
+    # imported here: xml.sax pulls in urllib and http (~15 ms) on every command's start
+    from xml.sax.saxutils import escape
+
+    return escape(_xml_allowed(text))
 
 
 def xml_attribute(text: str) -> str:
     """``text`` as a quoted XML attribute value (quotes included)."""
+    from xml.sax.saxutils import quoteattr
+
     return quoteattr(_xml_allowed(text))
 
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 import base64
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where columns are coded: a report re-opened from the
+    # cache without a timeline never needs it (~40 ms)
+    import numpy as np
 
 # Each column's element type (numpy's little-endian codes, which the page reads as typed arrays).
 COLUMN_TYPES = {"lane": "<u2", "op": "<i4", "start_ns": "<f8", "duration_ns": "<f8"}
 
 
 def encode_column(values: np.ndarray, name: str) -> str:
+    import numpy as np
+
     """One column as stored: little-endian values, zlib (level 1: the HTML render waits on it
     and level 6 saves only ~8% on timelines), base64."""
     raw = np.ascontiguousarray(values, dtype=COLUMN_TYPES[name]).tobytes()
@@ -27,6 +31,8 @@ def encode_column(values: np.ndarray, name: str) -> str:
 
 
 def decode_column(text: str, name: str) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=COLUMN_TYPES[name])
 
 
@@ -51,6 +57,8 @@ class StepSlices:
 
     def columns(self) -> dict[str, np.ndarray]:
         """The decoded columns, ``start_ns`` as absolute offsets from the step's start."""
+        import numpy as np
+
         out = {name: decode_column(getattr(self, name), name) for name in COLUMN_TYPES}
         out["start_ns"] = np.cumsum(out["start_ns"])
         return out
