@@ -97,6 +97,8 @@ class Plane:
 
     view: Message
     lines: list[Line] = field(default_factory=list)
+    # names of lines left out as byte-for-byte copies of an earlier line (``_without_copies``)
+    copies: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -136,7 +138,34 @@ def _plane(stream: IO[bytes], start: int, end: int) -> Plane:
             rest.append(stream.read(after - pos))
         pos = after
     view = load_schema("xplane.proto")["tensorflow.profiler.XPlaneView"].FromString(b"".join(rest))
-    return Plane(view, lines)
+    kept, copies = _without_copies(stream, lines)
+    return Plane(view, kept, copies)
+
+
+def _line_bytes(stream: IO[bytes], line: Line) -> bytes:
+    stream.seek(line.start)
+    return stream.read(line.end - line.start)
+
+
+def _without_copies(stream: IO[bytes], lines: list[Line]) -> tuple[list[Line], list[str]]:
+    """The plane's lines without those that repeat an earlier one byte for byte, and the names
+    of those left out.  Lines of one id are one timeline (xplane.proto), so a second line with
+    the same id, name, timestamp and events adds each event a second time: a copy (a damaged or
+    badly merged file), never more work.  Only lines of equal size, name and timestamp are read
+    to compare them."""
+    by_shape: dict[tuple[int, str, int], list[Line]] = {}
+    kept: list[Line] = []
+    copies: list[str] = []
+    for line in lines:
+        same_shape = by_shape.setdefault((line.end - line.start, line.name, line.timestamp_ns), [])
+        if line.has_events and same_shape:
+            data = _line_bytes(stream, line)
+            if any(_line_bytes(stream, other) == data for other in same_shape):
+                copies.append(line.name)
+                continue
+        same_shape.append(line)
+        kept.append(line)
+    return kept, copies
 
 
 def read_planes(stream: IO[bytes], path: str) -> list[Plane]:

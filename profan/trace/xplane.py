@@ -229,6 +229,13 @@ def _read_planes(
     coded: bool = False,
 ) -> HostTrace:
     trace = HostTrace(host=host, path=path, planes=[plane.name for plane in planes])
+    for plane in planes:
+        for name in plane.copies:
+            _add_note(
+                trace,
+                f"{plane.name}: line {name!r} is in the file twice, byte for byte (a copy, not "
+                "a second timeline): its events were read once",
+            )
     device_planes = []
     host_plane = None
     for plane in planes:
