@@ -2,8 +2,8 @@
 
     python benchmarks/make_big_trace.py [--steps 250] [--out benchmarks/_data/big]
 
-Runs the fixture transformer training step (fixtures/make_fixtures.py, 8 virtual CPU devices,
-4x2 data x model mesh) for --steps steps under jax.profiler.trace, each step inside a
+Runs the fixture transformer training step (fixtures/generators/transformer.py, 8 virtual CPU
+devices, 4x2 data x model mesh) for --steps steps under jax.profiler.trace, each step inside a
 StepTraceAnnotation. Writes ``<out>/trace/plugins/profile/<run>/<host>.xplane.pb`` (as the
 profiler wrote it), ``<out>/hlo/`` (the main module's after-optimizations dump, for ``--hlo``)
 and ``<out>/meta.json``. ``benchmarks/_data/`` is git-ignored: never commit the output.
@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["JAX_PLATFORMS"] = "cpu"
     sys.path.insert(0, str(REPO / "fixtures"))
     import jax
-    import make_fixtures
+    from generators.transformer import build_transformer
 
-    program = make_fixtures.build_transformer()
+    program = build_transformer()
     fn, state = program["fn"], program["args"]
     compiled = fn.lower(*state).compile()
     module_name = compiled.as_text().split(None, 2)[1].rstrip(",")
