@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.conftest import FIXTURES_DIR
 
 # A directory path ending in the repository's fixtures/ folder and a generator script.
-ABSOLUTE_SCRIPT = re.compile(rb"/(?:[\w.\-]+/)+fixtures/make_\w+\.py")
+ABSOLUTE_SCRIPT = re.compile(rb"/(?:[\w.\-]+/)+fixtures/(?:make_\w+|generators/\w+)\.py")
 MACHINE_ROOTS = re.compile(rb"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.\-]+/")
 
 
