@@ -13,10 +13,16 @@ MACHINE_ROOTS = re.compile(rb"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.\-]+/"
 
 
 def _fixture_files() -> list[Path]:
+    # Not the generators' own files, nor what running them leaves (__pycache__, tool caches).
     return [
         path
         for path in sorted(FIXTURES_DIR.rglob("*"))
-        if path.is_file() and path.suffix not in (".py", ".md")
+        if path.is_file()
+        and path.suffix not in (".py", ".md")
+        and not any(
+            part.startswith(".") or part == "__pycache__"
+            for part in path.relative_to(FIXTURES_DIR).parts
+        )
     ]
 
 
