@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-CORPUS_TRACES = HERE.parent / "shared" / "corpus" / "traces"
+# resolved: a worktree under /tmp reaches the corpus through a link, and the reports print its path
+CORPUS_TRACES = (HERE.parent / "shared" / "corpus" / "traces").resolve()
 ELAPSED = re.compile(r"; [0-9.]+ m?s\)")
 # A budget that touches every gate kind without failing for want of a number on most traces.
 BUDGET = """[budget]
