@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from profan.report.check.budget import Budget, CheckResult
+    from profan.report.check.budget import Budget
+    from profan.report.check.results import CheckResult
     from profan.report.model import Report
 
 _RESULTS = pytest.StashKey[list["CheckResult"]]()
@@ -174,7 +175,8 @@ class Profan:
         With ``--profan-update-baseline`` the baseline is written instead of compared."""
         from profan.errors import ProfanError
         from profan.report.check import baseline as baselines
-        from profan.report.check.budget import CheckResult, evaluate, summary_text
+        from profan.report.check.budget import evaluate
+        from profan.report.check.results import CheckResult, summary_text
 
         base = Path(self._node.path).parent
         try:
@@ -270,7 +272,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     wanted = config.getoption("profan_github") or os.environ.get("GITHUB_ACTIONS") == "true"
     if not failed or not wanted:
         return
-    from profan.report.check.budget import github_annotations
+    from profan.report.check.results import github_annotations
 
     for line in github_annotations(failed).splitlines():
         terminalreporter.write_line(line)

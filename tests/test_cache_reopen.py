@@ -20,13 +20,8 @@ from profan.report.analysis.build import build_report
 from profan.report.analysis.page_data import add_page_data
 from profan.report.analysis.pipeline import analyse
 from profan.report.check import diff
-from profan.report.check.budget import (
-    evaluate,
-    github_annotations,
-    junit_xml,
-    load_budget,
-    summary_text,
-)
+from profan.report.check.budget import evaluate, load_budget
+from profan.report.check.results import github_annotations, junit_xml, summary_text
 from profan.report.model import Report
 from profan.report.render import annotate, comparison
 from profan.report.render.terminal import terminal_width

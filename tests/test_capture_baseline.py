@@ -14,7 +14,7 @@ import pytest
 from profan.errors import ConfigError
 from profan.report.analysis.pipeline import report_for
 from profan.report.check import baseline
-from profan.report.check.budget import github_annotations
+from profan.report.check.results import github_annotations
 from profan.report.model import Report
 from tests.conftest import FIXTURES_DIR
 

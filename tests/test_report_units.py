@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from profan.errors import ConfigError
 from profan.report import keys
 from profan.report.analysis import timeline
-from profan.report.check import budget
+from profan.report.check import budget, results
 from profan.report.format import wrap_name
 
 
@@ -162,19 +162,19 @@ def test_missing_budget_file(tmp_path: Path) -> None:
 
 
 def test_junit_and_github_output() -> None:
-    results = [
-        budget.CheckResult("step_time", True, "fine"),
-        budget.CheckResult(
+    rows = [
+        results.CheckResult("step_time", True, "fine"),
+        results.CheckResult(
             "baseline.new_collective:x", False, "new all-gather, 5% slower", "model.py:42"
         ),
-        budget.CheckResult("mfu", False, "MFU 1%\nlow"),
+        results.CheckResult("mfu", False, "MFU 1%\nlow"),
     ]
-    root = ET.fromstring(budget.junit_xml(results))
+    root = ET.fromstring(results.junit_xml(rows))
     suite = root.find("testsuite")
     assert suite.get("tests") == "3" and suite.get("failures") == "2"
     failures = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failures == ["baseline.new_collective:x", "mfu"]
-    lines = budget.github_annotations(results).splitlines()
+    lines = results.github_annotations(rows).splitlines()
     assert lines[0] == (
         "::error file=model.py,line=42,title=baseline.new_collective%3Ax::"
         "new all-gather, 5% slower".replace("5% ", "5%25 ")

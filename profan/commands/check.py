@@ -105,14 +105,8 @@ def _output_key(args: argparse.Namespace) -> str | None:
 
 def _check(args: argparse.Namespace) -> CheckOutput | None:
     from profan.report.check import baseline as baselines
-    from profan.report.check.budget import (
-        Budget,
-        evaluate,
-        github_annotations,
-        junit_xml,
-        load_budget,
-        summary_text,
-    )
+    from profan.report.check.budget import Budget, evaluate, load_budget
+    from profan.report.check.results import github_annotations, junit_xml, summary_text
 
     budget = load_budget(args.budget) if args.budget else Budget()
     machine_file = bool(args.baseline) and (

@@ -33,24 +33,16 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from profan.errors import ConfigError
-from profan.escape import (
-    github_message,
-    github_property,
-    terminal,
-    xml_attribute,
-    xml_text,
-)
 from profan.report.analysis.hosts import host_checks
 from profan.report.analysis.memory import memory_checks
+from profan.report.check.results import CheckResult
 from profan.report.format import percent, seconds
 from profan.report.keys import base_name, check_id, pair_ops
 from profan.report.model import OpEntry, Report
@@ -151,14 +143,6 @@ def load_budget(path: str | Path) -> Budget:
 
 
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class CheckResult:
-    name: str
-    passed: bool
-    message: str
-    source: str | None = None  # file:line of the op concerned, for annotations
 
 
 def step_time_missing(report: Report) -> str | None:
@@ -461,61 +445,3 @@ def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResul
                 )
             )
     return results
-
-
-# --------------------------------------------------------------------------------------------
-# output
-
-
-def summary_text(results: list[CheckResult]) -> str:
-    failed = [r for r in results if not r.passed]
-    # (names from the trace are data: a newline in one starts no line of its own)
-    lines = [
-        f"{'PASS' if r.passed else 'FAIL'}  {terminal(r.name)}: {terminal(r.message)}"
-        for r in results
-    ]
-    lines.append(
-        f"profan check: {len(results) - len(failed)} passed, {len(failed)} failed"
-        if results
-        else "profan check: no budgets to check"
-    )
-    return "\n".join(lines) + "\n"
-
-
-def junit_xml(results: list[CheckResult], *, suite: str = "profan check") -> str:
-    failed = sum(not r.passed for r in results)
-    parts = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites><testsuite name={xml_attribute(suite)} tests="{len(results)}" '
-        f'failures="{failed}" errors="0">',
-    ]
-    for r in results:
-        parts.append(f'<testcase classname="profan.check" name={xml_attribute(r.name)}>')
-        if not r.passed:
-            message = xml_attribute(r.message)
-            parts.append(f"<failure message={message}>{xml_text(r.message)}</failure>")
-        parts.append("</testcase>")
-    parts.append("</testsuite></testsuites>")
-    return "\n".join(parts) + "\n"
-
-
-def github_annotations(results: list[CheckResult]) -> str:
-    """``::error file=…,line=…::message`` lines for failed checks (at the op's source line)."""
-    lines = []
-    for r in results:
-        if r.passed:
-            continue
-        location = ""
-        if r.source and ":" in r.source:
-            file, _, line = r.source.rpartition(":")
-            cwd = os.getcwd().rstrip("/") + "/"
-            if file.startswith(cwd):  # GitHub wants paths relative to the checkout
-                file = file[len(cwd) :]
-            if line.isdigit():
-                location = f" file={github_property(file)},line={line}"
-        title = github_property(r.name)
-        lines.append(
-            f"::error{location}{',' if location else ' '}title={title}::"
-            + github_message(r.message)
-        )
-    return "\n".join(lines) + ("\n" if lines else "")

@@ -40,7 +40,7 @@ from profan.report.check.baseline.entry import (
     read_baselines,
     write_baseline,
 )
-from profan.report.check.budget import CheckResult
+from profan.report.check.results import CheckResult
 
 __all__ = [
     "FORMAT",

@@ -20,7 +20,8 @@ from profan.report.check.baseline.entry import (
     read_baselines,
     relative_source,
 )
-from profan.report.check.budget import Budget, CheckResult
+from profan.report.check.budget import Budget
+from profan.report.check.results import CheckResult
 from profan.report.format import percent, seconds, si
 from profan.report.keys import pair_ops
 from profan.report.model import Report
