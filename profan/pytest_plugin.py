@@ -176,6 +176,7 @@ class Profan:
         from profan.errors import ProfanError
         from profan.report.check import baseline as baselines
         from profan.report.check.budget import evaluate
+        from profan.report.check.regressions import against_file
         from profan.report.check.results import CheckResult, summary_text
 
         base = Path(self._node.path).parent
@@ -200,8 +201,7 @@ class Profan:
                         CheckResult("baseline", True, f"recorded {entry.machine} in {path}")
                     )
                 else:
-                    policy = baselines.TimePolicy.from_budget(limits)
-                    results.extend(baselines.check(report, path, policy, _versions()))
+                    results.extend(against_file(report, path, limits, _versions()))
         except ProfanError as error:
             pytest.fail(f"profan check: {error}", pytrace=False)
         failed = [r for r in results if not r.passed]

@@ -13,8 +13,9 @@ import pytest
 
 from profan.errors import ConfigError
 from profan.report.analysis.pipeline import report_for
-from profan.report.check import baseline
-from profan.report.check.results import github_annotations
+from profan.report.check import baseline, regressions, structure
+from profan.report.check.budget import Budget
+from profan.report.check.results import CheckResult, github_annotations
 from profan.report.model import Report
 from tests.conftest import FIXTURES_DIR
 
@@ -34,7 +35,7 @@ def gpu() -> Report:
     return report_for(FIXTURES_DIR / "gpu_kernels")
 
 
-def _failed(results: list[baseline.CheckResult]) -> list[baseline.CheckResult]:
+def _failed(results: list[CheckResult]) -> list[CheckResult]:
     return [r for r in results if not r.passed]
 
 
@@ -61,7 +62,7 @@ def test_a_report_matches_its_own_baseline(mlp: Report, tmp_path: Path) -> None:
     assert baseline.is_baseline_file(path)
     (read,) = baseline.read_baselines(path).values()
     assert read == written
-    results = baseline.check(mlp, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    results = regressions.against_file(mlp, path, Budget(), {"jax": "0.10.2"})
     assert _failed(results) == []
     assert [r.name for r in results][:2] == ["baseline.devices", "baseline.mesh"]
     assert any(r.name == "baseline.ops" and "16 ops" in r.message for r in results)
@@ -72,7 +73,7 @@ def test_an_added_all_gather_is_named_with_its_source(
 ) -> None:
     path = tmp_path / "mlp.json"
     baseline.write_baseline(path, mlp)
-    results = baseline.check(mlp_worse, path, baseline.TimePolicy())
+    results = regressions.against_file(mlp_worse, path, Budget())
     op = next(op for op in mlp_worse.ops if op.opcode == "all-gather")
     (gather,) = [r for r in results if r.name == f"baseline.new_collective:{op.key}"]
     assert gather.source == op.source and re.fullmatch(r".+make_fixtures\.py:\d+", op.source)
@@ -90,7 +91,7 @@ def test_an_added_all_gather_is_named_with_its_source(
     if Path(file).is_absolute():
         monkeypatch.chdir(Path(file).parent)
         expected = Path(file).name
-    annotations = github_annotations(baseline.check(mlp_worse, path, baseline.TimePolicy()))
+    annotations = github_annotations(regressions.against_file(mlp_worse, path, Budget()))
     assert f"::error file={expected},line={line},title=baseline.new_collective" in annotations
 
 
@@ -100,15 +101,15 @@ def test_one_file_holds_one_entry_per_machine(mlp: Report, gpu: Report, tmp_path
     baseline.write_baseline(path, gpu)
     entries = baseline.read_baselines(path)
     assert sorted(entries) == ["CPU/cpu", "GPU/h100"]
-    assert _failed(baseline.check(gpu, path, baseline.TimePolicy())) == []
-    assert _failed(baseline.check(mlp, path, baseline.TimePolicy())) == []
+    assert _failed(regressions.against_file(gpu, path, Budget())) == []
+    assert _failed(regressions.against_file(mlp, path, Budget())) == []
     # re-recording one machine leaves the other alone
     baseline.write_baseline(path, mlp)
     assert baseline.read_baselines(path)["GPU/h100"] == entries["GPU/h100"]
 
     only_cpu = tmp_path / "cpu.json"
     baseline.write_baseline(only_cpu, mlp)
-    (missing,) = baseline.check(gpu, only_cpu, baseline.TimePolicy())
+    (missing,) = regressions.against_file(gpu, only_cpu, Budget())
     assert not missing.passed
     assert "has no baseline for GPU/h100 (it has: CPU/cpu)" in missing.message
     assert "--profan-update-baseline" in missing.message
@@ -120,23 +121,21 @@ def test_the_same_program_on_two_chips_keeps_two_entries(gpu: Report, tmp_path: 
     h200 = report_for(FIXTURES_DIR / "gpu_kernels_h200")
     only_h100 = tmp_path / "h100.json"
     baseline.write_baseline(only_h100, gpu)
-    (missing,) = baseline.check(h200, only_h100, baseline.TimePolicy())
+    (missing,) = regressions.against_file(h200, only_h100, Budget())
     assert not missing.passed
     assert "has no baseline for GPU/h200 (it has: GPU/h100)" in missing.message
     both = tmp_path / "both.json"
     baseline.write_baseline(both, gpu)
     baseline.write_baseline(both, h200)
     assert sorted(baseline.read_baselines(both)) == ["GPU/h100", "GPU/h200"]
-    assert _failed(baseline.check(gpu, both, baseline.TimePolicy())) == []
-    assert _failed(baseline.check(h200, both, baseline.TimePolicy())) == []
+    assert _failed(regressions.against_file(gpu, both, Budget())) == []
+    assert _failed(regressions.against_file(h200, both, Budget())) == []
 
 
 def test_gpu_step_times_gate(gpu: Report, tmp_path: Path) -> None:
     path = tmp_path / "gpu.json"
     baseline.write_baseline(path, gpu)
-    (timing,) = [
-        r for r in baseline.check(gpu, path, baseline.TimePolicy()) if "step_time" in r.name
-    ]
+    (timing,) = [r for r in regressions.against_file(gpu, path, Budget()) if "step_time" in r.name]
     assert timing.passed and "do not gate" not in timing.message
 
 
@@ -144,8 +143,8 @@ def _timed(entry: baseline.Entry, minimum: float, median: float) -> baseline.Ent
     return dataclasses.replace(entry, step_min_s=minimum, step_median_s=median)
 
 
-def _step_time(new: baseline.Entry, old: baseline.Entry, policy: baseline.TimePolicy) -> list:
-    results = baseline.compare_entries(new, old, policy)
+def _step_time(new: baseline.Entry, old: baseline.Entry, policy: Budget) -> list:
+    results = regressions.against(new, old, policy)
     return [r for r in results if r.name.startswith(("baseline.step_time", "baseline.op_time"))]
 
 
@@ -154,7 +153,7 @@ def test_synthetic_time_tolerance_comes_from_the_noise(gpu: Report) -> None:
     floor); new steps with a tight spread keep that tolerance (the larger spread wins)."""
     real = baseline.entry_from_report(gpu)
     old = _timed(real, 1.0e-3, 1.1e-3)
-    policy = baseline.TimePolicy()
+    policy = Budget()
 
     (inside,) = _step_time(_timed(real, 1.29e-3, 1.30e-3), old, policy)
     assert inside.passed and "+29.0%, tolerance +30.0%" in inside.message
@@ -168,11 +167,12 @@ def test_synthetic_time_tolerance_comes_from_the_noise(gpu: Report) -> None:
     (noisy,) = _step_time(_timed(real, 1.5e-3, 1.8e-3), quiet, policy)
     assert noisy.passed and "+50.0%, tolerance +60.0%" in noisy.message
     # the gate: off for GPU when asked, on for CPU when asked
-    off = baseline.TimePolicy(gate="off")
+    off = Budget(time_gate=False)
     (ungated,) = _step_time(_timed(real, 9e-3, 9e-3), quiet, off)
     assert ungated.passed and "times do not gate on GPU" in ungated.message
-    assert baseline.TimePolicy(gate="on").gates("CPU")
-    assert not baseline.TimePolicy().gates("CPU") and baseline.TimePolicy().gates("TPU")
+    assert regressions.Policy(time_gate="on").gates_time("CPU")
+    auto = regressions.Policy(time_gate="auto")
+    assert not auto.gates_time("CPU") and auto.gates_time("TPU")
 
 
 def test_synthetic_slower_ops_are_named_when_the_step_time_fails(gpu: Report) -> None:
@@ -190,7 +190,7 @@ def test_synthetic_slower_ops_are_named_when_the_step_time_fails(gpu: Report) ->
         step_min_s=old.step_min_s + 10e-3,
         step_median_s=old.step_median_s + 10e-3,
     )
-    step, named = _step_time(new, old, baseline.TimePolicy())
+    step, named = _step_time(new, old, Budget())
     assert not step.passed
     assert named.name == f"baseline.op_time:{heaviest.key}" and named.source == heaviest.source
     assert "(+10 ms)" in named.message
@@ -203,22 +203,22 @@ def test_recorded_versions_are_named_when_structure_differs(
 ) -> None:
     path = tmp_path / "mlp.json"
     baseline.write_baseline(path, mlp, {"jax": "0.9.0"})
-    results = baseline.check(mlp_worse, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    results = regressions.against_file(mlp_worse, path, Budget(), {"jax": "0.10.2"})
     flops = next(r for r in results if r.name == "baseline.flops_per_step")
     assert "(recorded with jax 0.9.0 -> 0.10.2: the difference may come from there)" in (
         flops.message
     )
-    same = baseline.check(mlp, path, baseline.TimePolicy(), {"jax": "0.10.2"})
+    same = regressions.against_file(mlp, path, Budget(), {"jax": "0.10.2"})
     assert _failed(same) == []  # versions alone never fail a check
 
 
 def test_many_changed_ops_are_capped() -> None:
     transformer = baseline.entry_from_report(report_for(FIXTURES_DIR / "transformer"))
     old = baseline.entry_from_report(report_for(FIXTURES_DIR / "mlp"))
-    results = baseline.compare_entries(transformer, old, baseline.TimePolicy())
+    results = regressions.against(transformer, old, Budget())
     prefixes = ("baseline.new", "baseline.op:", "baseline.gone")
     ops = [r for r in results if r.name.startswith(prefixes)]
-    assert len(ops) == baseline.MAX_OP_LINES
+    assert len(ops) == structure.MAX_OP_LINES
     assert all(not r.passed for r in ops)
     # every op that is new, gone, or changed in executions, FLOPs, bytes or collective
     differing = set(transformer.ops) ^ set(old.ops)
@@ -228,7 +228,7 @@ def test_many_changed_ops_are_capped() -> None:
         if any(getattr(a, name) != getattr(b, name) for name in facts):
             differing.add(key)
     (more,) = [r for r in results if r.name == "baseline.ops.more"]
-    assert f"... and {len(differing) - baseline.MAX_OP_LINES} more op(s)" in more.message
+    assert f"... and {len(differing) - structure.MAX_OP_LINES} more op(s)" in more.message
     # collectives first
     assert ops[0].name.startswith(("baseline.new_collective", "baseline.gone", "baseline.op:"))
     assert "collective" in ops[0].message
@@ -243,20 +243,16 @@ def test_memory_compares_exactly(mlp: Report, mlp_worse: Report) -> None:
         assert facts.argument_bytes == xla["argument_size_in_bytes"]
         assert facts.output_bytes == xla["output_size_in_bytes"]
         assert facts.temp_bytes == xla["temp_size_in_bytes"]
-    (memory,) = [
-        r for r in baseline.compare_entries(new, old, baseline.TimePolicy()) if "memory" in r.name
-    ]
+    (memory,) = [r for r in regressions.against(new, old, Budget()) if "memory" in r.name]
     assert not memory.passed
     assert "temp 131,224 B vs 131,160 B (+64, x1)" in memory.message  # XLA: 131224 vs 131160
     assert f"peak at {new.memory['jit_train_step/device'].peak_instruction}" in memory.message
-    (same,) = [
-        r for r in baseline.compare_entries(old, old, baseline.TimePolicy()) if "memory" in r.name
-    ]
+    (same,) = [r for r in regressions.against(old, old, Budget()) if "memory" in r.name]
     assert same.passed and "as in the baseline" in same.message
     # a report without the memory section (e.g. an older JSON report) compares the rest
     without = mlp.to_dict()
     without.pop("memory")
-    rows = baseline.compare(without, old, baseline.TimePolicy())
+    rows = regressions.against(without, old, Budget())
     assert not [r for r in rows if "memory" in r.name]
 
 
@@ -289,8 +285,8 @@ def test_synthetic_mesh_names_compare_when_both_sides_know_them(mlp: Report) -> 
     other = dataclasses.replace(entry, mesh={"jit_train_step": {"batch": 4, "model": 2}})
     wider = dataclasses.replace(entry, mesh={"jit_train_step": {"axis0": 2, "axis1": 4}})
 
-    def mesh_row(new: baseline.Entry, old: baseline.Entry) -> baseline.CheckResult:
-        results = baseline.compare_entries(new, old, baseline.TimePolicy())
+    def mesh_row(new: baseline.Entry, old: baseline.Entry) -> CheckResult:
+        results = regressions.against(new, old, Budget())
         return next(r for r in results if r.name == "baseline.mesh")
 
     assert mesh_row(named, named).passed

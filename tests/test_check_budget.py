@@ -8,7 +8,8 @@ import pytest
 
 from profan.report.analysis.build import build_report
 from profan.report.analysis.pipeline import analyse
-from profan.report.check.budget import Budget, OpBudget, compare, evaluate
+from profan.report.check.budget import Budget, OpBudget, evaluate
+from profan.report.check.regressions import against
 from profan.report.model import Report
 
 pytestmark = pytest.mark.slow
@@ -74,13 +75,13 @@ def test_mfu_and_exposed_comm_budgets(fixtures_dir: Path) -> None:
 def test_worse_sharding_against_baseline(fixtures_dir: Path) -> None:
     mlp = Report.from_dict(report(fixtures_dir, "mlp").to_dict())
     worse = report(fixtures_dir, "mlp_worse")
-    results = compare(worse, mlp, Budget())
+    results = against(worse, mlp, Budget())
     new = [r for r in results if r.name.startswith("baseline.new_collective:")]
     # the all-gather the worse sharding forces is new; it is matched by key, not by name
     assert any("all-gather" in r.message for r in new)
     assert all(not r.passed for r in new)
     # against itself everything holds
-    assert all(r.passed for r in compare(mlp, mlp, Budget()))
+    assert all(r.passed for r in against(mlp, mlp, Budget()))
 
 
 def test_keys_match_across_recompiles(fixtures_dir: Path) -> None:

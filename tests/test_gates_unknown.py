@@ -18,7 +18,8 @@ import pytest
 from profan.cli import main
 from profan.report.analysis.pipeline import report_for
 from profan.report.check import baseline as baselines
-from profan.report.check.budget import Budget, OpBudget, compare, evaluate
+from profan.report.check.budget import Budget, OpBudget, evaluate
+from profan.report.check.regressions import against
 from profan.report.model import Report
 
 STEP_ARGUMENT = "step_num"  # the trace-viewer JSON's step marker argument (jax StepTraceAnnotation)
@@ -92,14 +93,14 @@ def test_synthetic_zero_length_steps_against_a_json_report_baseline(
 ) -> None:
     """Against a JSON report the step-time and MFU comparisons fail, naming the side that has
     no step time; they used to vanish."""
-    results = {r.name: r for r in compare(zero_steps, transformer, Budget())}
+    results = {r.name: r for r in against(zero_steps, transformer, Budget())}
     assert not results["baseline.step_time"].passed
     assert "this profile" in results["baseline.step_time"].message
     assert not results["baseline.mfu"].passed
-    swapped = {r.name: r for r in compare(transformer, zero_steps, Budget())}
+    swapped = {r.name: r for r in against(transformer, zero_steps, Budget())}
     assert "the baseline" in swapped["baseline.step_time"].message
     assert not swapped["baseline.step_time"].passed
-    same = {r.name: r for r in compare(transformer, transformer, Budget())}
+    same = {r.name: r for r in against(transformer, transformer, Budget())}
     assert same["baseline.step_time"].passed and same["baseline.mfu"].passed
 
 
@@ -107,16 +108,12 @@ def test_synthetic_zero_length_steps_against_a_machine_baseline(
     zero_steps: Report, transformer: Report
 ) -> None:
     old = baselines.entry_from_report(transformer)
-    gated = baselines.TimePolicy(gate="on")
-    (time,) = [r for r in baselines.compare(zero_steps, old, gated) if r.name.endswith("step_time")]
+    gated = Budget(time_gate=True)
+    (time,) = [r for r in against(zero_steps, old, gated) if r.name.endswith("step_time")]
     assert not time.passed
     assert "could not be compared" in time.message and "zero-length" in time.message
     # where times do not gate (a CPU runner by default) the line says it compared nothing
-    (skipped,) = [
-        r
-        for r in baselines.compare(zero_steps, old, baselines.TimePolicy())
-        if r.name.endswith("step_time")
-    ]
+    (skipped,) = [r for r in against(zero_steps, old, Budget()) if r.name.endswith("step_time")]
     assert skipped.passed and "not compared" in skipped.message
     # an entry records no impossible step time: none instead of zero or a negative one
     assert baselines.entry_from_report(zero_steps).step_min_s is None

@@ -95,7 +95,8 @@ def test_check_against_a_json_report_pairs_as_diff_does() -> None:
     it with (``keys.pair_ops``), not with the op that happens to carry its key (it did)."""
     import dataclasses
 
-    from profan.report.check.budget import Budget, compare
+    from profan.report.check.budget import Budget
+    from profan.report.check.regressions import against
     from profan.report.keys import check_id, pair_ops
 
     a, b = _reports()
@@ -119,5 +120,5 @@ def test_check_against_a_json_report_pairs_as_diff_does() -> None:
         ],
     )
     budget = Budget(op_min_time_share=0.0, op_time_tolerance=0.5)
-    failed = {r.name for r in compare(now, baseline, budget) if not r.passed}
+    failed = {r.name for r in against(now, baseline, budget) if not r.passed}
     assert not {f"baseline.op:{check_id(op.key, op.name)}" for op in in_group} & failed

@@ -106,6 +106,7 @@ def _output_key(args: argparse.Namespace) -> str | None:
 def _check(args: argparse.Namespace) -> CheckOutput | None:
     from profan.report.check import baseline as baselines
     from profan.report.check.budget import Budget, evaluate, load_budget
+    from profan.report.check.regressions import against_file
     from profan.report.check.results import github_annotations, junit_xml, summary_text
 
     budget = load_budget(args.budget) if args.budget else Budget()
@@ -128,7 +129,7 @@ def _check(args: argparse.Namespace) -> CheckOutput | None:
         return None
     results = evaluate(report, budget, baseline)
     if machine_file:
-        results += baselines.check(report, args.baseline, baselines.TimePolicy.from_budget(budget))
+        results += against_file(report, args.baseline, budget)
     text = summary_text(results) + (github_annotations(results) if args.github else "")
     return CheckOutput(
         code=EXIT_OK if all(r.passed for r in results) else EXIT_CHECK_FAILED,

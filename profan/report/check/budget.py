@@ -1,4 +1,5 @@
-"""``profan check``: budgets from ``profan.toml`` and regressions against a baseline report.
+"""``profan check``: budgets from ``profan.toml``, the absolute gates on one profile; the
+comparison with a baseline (the ``[baseline]`` table) is ``regressions.py``'s.
 
 ``profan.toml``::
 
@@ -18,12 +19,15 @@
     min_efficiency = 0.25         # each matching op
 
     [baseline]                    # tolerances when --baseline is given
-    step_time_tolerance = 0.10    # median step time may grow 10%
-    op_time_tolerance = 0.50      # a matched op may grow 50% ...
+    step_time_tolerance = 0.10    # a report: median step time may grow 10%
+    op_time_tolerance = 0.50      # a report: a matched op may grow 50% ...
     op_min_time_share = 0.02      # ... when it takes at least 2% of the op time
-    mfu_tolerance = 0.10          # MFU may drop 10% (relative)
-    new_collectives = true        # fail on collectives the baseline did not have
-    no_new_suspicious = true      # fail on findings the baseline did not have
+    mfu_tolerance = 0.10          # a report: MFU may drop 10% (relative)
+    new_collectives = true        # a report: fail on collectives the baseline did not have
+    no_new_suspicious = true      # a report: fail on findings the baseline did not have
+    time_gate = "auto"            # a baseline file: the step time gates on TPU/GPU only ...
+    time_noise_factor = 3.0       # ... within max(time_tolerance_min, 3 x the steps' noise)
+    time_tolerance_min = 0.02
 
     [rules]                       # thresholds of the suspicious-op rules (RuleConfig)
     efficiency_below = 0.05
@@ -32,7 +36,6 @@
 from __future__ import annotations
 
 import fnmatch
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -42,9 +45,11 @@ import msgspec
 from profan.errors import ConfigError
 from profan.report.analysis.hosts import host_checks
 from profan.report.analysis.memory import memory_checks
+from profan.report.check.baseline.entry import Entry
+from profan.report.check.regressions import against, mfu_missing, step_time_missing
 from profan.report.check.results import CheckResult
 from profan.report.format import percent, seconds
-from profan.report.keys import base_name, check_id, pair_ops
+from profan.report.keys import base_name, check_id
 from profan.report.model import OpEntry, Report
 from profan.report.rules.config import NonNegative, RuleConfig
 from profan.tomlschema import Pattern, convert, read_toml
@@ -76,7 +81,7 @@ class BudgetTable(msgspec.Struct, **_STRUCT):
 
 
 class BaselineTable(msgspec.Struct, **_STRUCT):
-    """``[baseline]``: tolerances against a baseline report (``--baseline``)."""
+    """``[baseline]``: tolerances against a baseline (``--baseline``; regressions.Policy)."""
 
     step_time_tolerance: NonNegative = 0.10
     op_time_tolerance: NonNegative = 0.50
@@ -84,7 +89,7 @@ class BaselineTable(msgspec.Struct, **_STRUCT):
     mfu_tolerance: NonNegative = 0.10
     new_collectives: bool = True
     no_new_suspicious: bool = True
-    # per-machine step-time baselines (profan.report.check.baseline): gate on step time at all
+    # per-machine baseline files (profan.report.check.baseline): gate on step time at all
     # ("auto": on TPU/GPU, not on CPU); tolerance = max(time_tolerance_min,
     # time_noise_factor x (median - min) / min)
     time_gate: Literal["auto"] | bool = "auto"
@@ -145,48 +150,6 @@ def load_budget(path: str | Path) -> Budget:
 # --------------------------------------------------------------------------------------------
 
 
-def step_time_missing(report: Report) -> str | None:
-    """Why the report has no median step time a gate can use (None when it has one)."""
-    s = report.summary
-    median = s.step_time_median_s
-    if median is not None and math.isfinite(median) and median > 0:
-        return None
-    if not s.step_count:
-        return "the trace has no step markers, so there are no steps to time"
-    if median is None:
-        return f"none of its {s.step_count} steps has a duration"
-    return (
-        f"its {s.step_count} steps have a median of {seconds(median)} (zero-length or reversed "
-        "step markers), not a time"
-    )
-
-
-def mfu_missing(report: Report) -> str | None:
-    """Why the report has no MFU a gate can use (None when it has one)."""
-    s = report.summary
-    if report.trace.get("hlo_missing"):
-        return "the trace was joined to no HLO (pass --hlo DIR or the run's .xplane.pb)"
-    why = step_time_missing(report)
-    if why is not None:
-        return f"it needs the step time, and {why}"
-    if s.mfu is not None and math.isfinite(s.mfu) and s.mfu >= 0:
-        return None
-    if not s.scorer.get("peak_flops_per_s"):
-        return "the chip's peak FLOP/s is not known (give --chip)"
-    if not s.scorer.get("flops"):
-        return "no FLOPs were counted (no op joined to its HLO: give --hlo)"
-    if s.mfu is not None:
-        return f"the steps' MFU came out as {s.mfu!r}, not a share of the peak"
-    return "no step has a FLOP count and a time"
-
-
-def _whose(now: str | None, before: str | None) -> str | None:
-    """The reason a profile and its baseline cannot be compared on one figure, naming which."""
-    if now is not None:
-        return f"this profile: {now}"
-    return None if before is None else f"the baseline: {before}"
-
-
 # ``match = "scope:GLOB"`` matches the op's JAX scope (``jit(train)/layer0/attention``); a
 # pattern with ``|`` the op's stable key (``module|scope|kind``, profan.report.keys); any other
 # its name, its ``program/name`` or its opcode.  (A scope names every op a layer made, its
@@ -207,7 +170,14 @@ def _op_id(op: OpEntry) -> str:
     return check_id(op.key, op.name)
 
 
-def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> list[CheckResult]:
+def evaluate(
+    report: Report,
+    budget: Budget,
+    baseline: Report | Entry | None = None,
+    versions: Mapping[str, str] | None = None,
+) -> list[CheckResult]:
+    """The budget's absolute gates on ``report``, then, given a ``baseline`` (a report, or its
+    machine's entry of a baseline file), its regressions from it (``regressions.against``)."""
     results: list[CheckResult] = []
     s = report.summary
     devices = max(s.device_count, 1)
@@ -341,107 +311,6 @@ def evaluate(report: Report, budget: Budget, baseline: Report | None = None) -> 
                         op.source,
                     )
                 )
-    if baseline is not None:
-        results.extend(compare(report, baseline, budget))
-    return results
-
-
-def compare(report: Report, baseline: Report, budget: Budget) -> list[CheckResult]:
-    """Regressions against a baseline report, ops paired by ``keys.pair_ops``."""
-    results: list[CheckResult] = []
-    new_median = report.summary.step_time_median_s
-    old_median = baseline.summary.step_time_median_s
-    missing = _whose(step_time_missing(report), step_time_missing(baseline))
-    if missing is not None:
-        results.append(
-            CheckResult("baseline.step_time", False, f"step time could not be compared: {missing}")
-        )
-    elif new_median is not None and old_median is not None:
-        limit = old_median * (1 + budget.step_time_tolerance)
-        results.append(
-            CheckResult(
-                "baseline.step_time",
-                new_median <= limit,
-                f"median step time {seconds(new_median)} vs baseline {seconds(old_median)} "
-                f"({new_median / old_median - 1:+.1%}, "
-                f"tolerance +{budget.step_time_tolerance:.0%})",
-            )
-        )
-    new_mfu, old_mfu = report.summary.mfu, baseline.summary.mfu
-    missing = _whose(mfu_missing(report), mfu_missing(baseline))
-    if missing is not None:
-        results.append(CheckResult("baseline.mfu", False, f"MFU could not be compared: {missing}"))
-    elif new_mfu is not None and old_mfu is not None:
-        results.append(
-            CheckResult(
-                "baseline.mfu",
-                new_mfu >= old_mfu * (1 - budget.mfu_tolerance),
-                f"MFU {percent(new_mfu)} vs baseline {percent(old_mfu)} "
-                f"(tolerance -{budget.mfu_tolerance:.0%})",
-            )
-        )
-    # ops paired as profan diff and per-machine baselines pair them (keys.pair_ops): by stable
-    # key, then shape and source where a recompile shifted the ordinals of a scope's ops
-    partner = {op.key: before for op, before in pair_ops(report.ops, baseline.ops) if op}
-    total = sum(op.measured_s for op in report.ops) or 1.0
-    regressed = []
-    for op in report.ops:  # (in the report's order)
-        before = partner[op.key]
-        if before is None or op.measured_s < budget.op_min_time_share * total:
-            continue
-        if before.measured_s > 0 and op.measured_s > before.measured_s * (
-            1 + budget.op_time_tolerance
-        ):
-            regressed.append(
-                CheckResult(
-                    f"baseline.op:{_op_id(op)}",
-                    False,
-                    f"{op.label} took {seconds(op.measured_s)} vs {seconds(before.measured_s)} in "
-                    f"the baseline ({op.measured_s / before.measured_s - 1:+.0%})",
-                    op.source,
-                )
-            )
-    results.extend(regressed)
-    if not regressed:
-        results.append(
-            CheckResult(
-                "baseline.ops",
-                True,
-                f"no op above {budget.op_min_time_share:.0%} of the time grew more than "
-                f"{budget.op_time_tolerance:.0%}",
-            )
-        )
-    if budget.new_collectives:
-        new = [op for op in report.ops if op.category == "collective" and partner[op.key] is None]
-        for op in new:
-            results.append(
-                CheckResult(
-                    f"baseline.new_collective:{_op_id(op)}",
-                    False,
-                    f"new collective {op.label} ({op.opcode}, {seconds(op.measured_s)}) not in the "
-                    "baseline",
-                    op.source,
-                )
-            )
-        if not new:
-            results.append(CheckResult("baseline.new_collectives", True, "no new collectives"))
-    if budget.no_new_suspicious:
-        known = {(f.rule, f.op) for f in baseline.findings}
-        fresh = [f for f in report.findings if (f.rule, f.op) not in known]
-        for f in fresh:
-            results.append(
-                CheckResult(
-                    f"baseline.new_suspicious:{f.rule}"
-                    + (f":{check_id(f.op, f.name or '')}" if f.op else ""),
-                    False,
-                    f"new suspicious op: {f.rule}: {f.name or ''} {f.message}".replace("  ", " "),
-                    f.source,
-                )
-            )
-        if not fresh:
-            results.append(
-                CheckResult(
-                    "baseline.new_suspicious", True, "no suspicious ops beyond the baseline"
-                )
-            )
+    if baseline is not None:  # (the baseline's rows: regressions.py, for either form)
+        results.extend(against(report, baseline, budget, versions))
     return results

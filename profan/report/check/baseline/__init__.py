@@ -15,18 +15,12 @@ so one file serves a CPU CI runner and a TPU runner. An entry keeps
   an accelerator runner on time too.
 
 Entries are built from ``Report.to_dict()`` (the JSON report of SCHEMA.md), not from the
-report's internals. Results are ``CheckResult`` rows, as ``profan check`` prints them; a row
-about one op carries the op's source line (GitHub annotations land there).
+report's internals. A report is compared with its machine's entry by
+``profan.report.check.regressions`` (``against_file``), the engine that compares a profile with
+a JSON report baseline too; a row about one op carries the op's source line (GitHub annotations
+land there).
 """
 
-from profan.report.check.baseline.compare import (
-    MAX_OP_LINES,
-    TIMED_DEVICE_KINDS,
-    TimePolicy,
-    check,
-    compare,
-    compare_entries,
-)
 from profan.report.check.baseline.entry import (
     FORMAT,
     FORMAT_VERSION,
@@ -40,22 +34,14 @@ from profan.report.check.baseline.entry import (
     read_baselines,
     write_baseline,
 )
-from profan.report.check.results import CheckResult
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
-    "MAX_OP_LINES",
-    "TIMED_DEVICE_KINDS",
     "UPDATE_HINT",
-    "CheckResult",
     "Entry",
     "MemoryFacts",
     "OpFacts",
-    "TimePolicy",
-    "check",
-    "compare",
-    "compare_entries",
     "entry_from_report",
     "is_baseline_file",
     "machine_key",
