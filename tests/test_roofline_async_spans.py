@@ -90,9 +90,9 @@ def _clock_spans(row, raw: list[tuple[float, float]]) -> list[float]:
 
 
 def test_each_transfer_is_one_verdict_over_its_raw_spans(v6e_score, v6e_raw_spans) -> None:
-    dones = v6e_score.ops[v6e_score.ops["async_role"] == "done"]
-    assert sorted(dones["name"]) == sorted(v6e_raw_spans)
-    for row in dones.itertuples():
+    dones = [op for op in v6e_score.ops if op.async_role == "done"]
+    assert sorted(op.name for op in dones) == sorted(v6e_raw_spans)
+    for row in dones:
         spans = _clock_spans(row, v6e_raw_spans[row.name])
         assert row.async_span_n == len(spans) == 100
         ideal = row.roofline_s / row.occurrences  # one transfer's
@@ -112,18 +112,18 @@ def test_each_transfer_is_one_verdict_over_its_raw_spans(v6e_score, v6e_raw_span
 def test_a_hidden_wait_is_not_a_transfer_faster_than_its_roofline(v6e_profile, v6e_score) -> None:
     # copy-done.1 and .3 wait ~1 ns per execution for a 5 GiB copy: hidden behind other work,
     # which says nothing about the transfer (before: "400 of 400 executions measured faster")
-    ops = v6e_score.ops.set_index("name")
+    ops = {op.name: op for op in v6e_score.ops}
     waits = v6e_profile.ops.groupby("op_name")["duration_s"].max()
     for name in ("copy-done.1", "copy-done.3"):
-        assert waits[name] < 1e-6 < ops.loc[name, "roofline_s"] / ops.loc[name, "occurrences"]
-        assert ops.loc[name, "faster_executions"] <= ops.loc[name, "async_span_n"]
-        assert "executions measured faster" not in str(ops.loc[name, "note"])
+        assert waits[name] < 1e-6 < ops[name].roofline_s / ops[name].occurrences
+        assert ops[name].faster_executions <= ops[name].async_span_n
+        assert "executions measured faster" not in str(ops[name].note)
 
 
 def test_without_spans_a_wait_is_never_counted_faster(v6e_profile) -> None:
     result = score(dataclasses.replace(v6e_profile, async_ops=None))
-    dones = result.ops[result.ops["async_role"] == "done"]
-    assert (dones["faster_executions"] == 0).all() and dones["note"].isna().all()
+    dones = [op for op in result.ops if op.async_role == "done"]
+    assert all(op.faster_executions == 0 and op.note is None for op in dones)
 
 
 def test_the_async_line_covers_device_0_only(v6e_profile) -> None:
@@ -134,9 +134,9 @@ def test_the_async_line_covers_device_0_only(v6e_profile) -> None:
 
 def test_copy_done_efficiency_is_ideal_over_span(v6e_profile, v6e_score) -> None:
     spans = _spans_by_op(v6e_profile)
-    dones = v6e_score.ops[v6e_score.ops["opcode"] == "copy-done"]
+    dones = [op for op in v6e_score.ops if op.opcode == "copy-done"]
     assert len(dones) == 6
-    for row in dones.itertuples():
+    for row in dones:
         total = spans.loc[(row.module_key, row.name), "total"]
         n = spans.loc[(row.module_key, row.name), "n"]
         # the span total is the sum of the async line's durations for this op
@@ -153,9 +153,9 @@ def test_copy_done_efficiency_is_ideal_over_span(v6e_profile, v6e_score) -> None
 
 def test_per_execution_ideal_is_the_pcie_transfer(v6e_profile, v6e_score) -> None:
     # each copy moves 5 GiB (the trace's bytes_accessed) over the chip's PCIe figure
-    dones = v6e_score.ops[v6e_score.ops["opcode"] == "copy-done"]
+    dones = [op for op in v6e_score.ops if op.opcode == "copy-done"]
     trace_bytes = v6e_profile.ops.groupby("op_name")["trace_bytes_accessed"].first()
-    for row in dones.itertuples():
+    for row in dones:
         per_execution = row.roofline_s / row.occurrences
         assert per_execution == pytest.approx(
             trace_bytes[row.name] / v6e_score.chip.pcie_bytes_per_s, rel=1e-6
@@ -163,12 +163,12 @@ def test_per_execution_ideal_is_the_pcie_transfer(v6e_profile, v6e_score) -> Non
 
 
 def test_copy_done_1_is_scored_over_its_span(v6e_score) -> None:
-    row = v6e_score.ops.set_index("name").loc["copy-done.1"]
+    row = next(op for op in v6e_score.ops if op.name == "copy-done.1")
     # its wait is ~1 µs in total (fully hidden), far below the ideal transfer time ...
-    assert row["measured_s"] < 1e-5 < row["roofline_s"]
+    assert row.measured_s < 1e-5 < row.roofline_s
     # ... yet it is no longer a row with no efficiency: its spans average ~0.41 s per transfer
-    assert row["async_span_s"] / row["async_span_n"] == pytest.approx(0.41, rel=0.05)
-    assert 0.3 < row["efficiency"] < 0.5
+    assert row.async_span_s / row.async_span_n == pytest.approx(0.41, rel=0.05)
+    assert 0.3 < row.efficiency < 0.5
 
 
 def test_wait_never_exceeds_span_on_the_spanned_device(v6e_profile) -> None:
@@ -183,11 +183,11 @@ def test_wait_never_exceeds_span_on_the_spanned_device(v6e_profile) -> None:
 
 def test_without_spans_a_done_keeps_no_efficiency_and_says_why(v6e_profile) -> None:
     result = score(dataclasses.replace(v6e_profile, async_ops=None))
-    dones = result.ops[result.ops["opcode"] == "copy-done"]
-    assert dones["efficiency"].isna().all()
-    assert dones["async_span_s"].isna().all() and dones["async_span_n"].isna().all()
-    assert (dones["exposed_wait_s"] == dones["measured_s"]).all()
-    assert dones["derivation"].str.contains("no start-to-done span").all()
+    dones = [op for op in result.ops if op.opcode == "copy-done"]
+    assert dones and all(op.efficiency is None for op in dones)
+    assert all(op.async_span_s is None and op.async_span_n is None for op in dones)
+    assert all(op.exposed_wait_s == op.measured_s for op in dones)
+    assert all("no start-to-done span" in op.derivation for op in dones)
 
 
 def test_step_ideal_is_below_measured_and_within_each_links_spans(v6e_profile, v6e_score) -> None:
@@ -197,13 +197,17 @@ def test_step_ideal_is_below_measured_and_within_each_links_spans(v6e_profile, v
     # The per-step ideal pools async copies per link (to-device, to-host): 3 copies of 5 GiB
     # each way per step, so the step's ideal is one link's pool (the synchronous ops are shorter).
     ops = v6e_score.ops
-    per_execution = (ops["roofline_s"] / ops["occurrences"]).groupby(ops["name"]).first()
+    per_execution = (
+        pd.Series([op.roofline_s / op.occurrences for op in ops], index=[op.name for op in ops])
+        .groupby(level=0)
+        .first()
+    )
     assert steps["ideal_s"].iloc[0] == pytest.approx(3 * per_execution["copy-done"], rel=1e-9)
     # Each link must have been busy at least its pool's ideal: the union of its transfers' spans
     # on device 0.  Summed over the run this holds on both links; single steps can fall short
     # (step 56: 0.37 s on to-device, one to-host span of 136 µs for 5 GiB) because a copy's
     # recorded span need not cover all of its transfer (to-host spans run back to back).
-    link = ops.set_index("name")["link"]
+    link = pd.Series([op.link for op in ops], index=[op.name for op in ops])
     spans = v6e_profile.async_ops.assign(
         end_s=lambda f: f["start_s"] + f["duration_s"], link=lambda f: f["op_name"].map(link)
     )
@@ -230,8 +234,8 @@ def test_every_fixture_step_ideal_stays_below_measured(name: str) -> None:
     assert not result.steps.empty
     assert (result.steps["ideal_s"] <= result.steps["measured_s"]).all(), result.steps
     # CPU traces have no async line: any async done there keeps an undefined efficiency
-    dones = result.ops[result.ops["async_role"] == "done"]
-    assert dones["async_span_s"].isna().all() and dones["efficiency"].isna().all()
+    dones = [op for op in result.ops if op.async_role == "done"]
+    assert all(op.async_span_s is None and op.efficiency is None for op in dones)
 
 
 def test_spans_named_after_the_start_are_found_too(v6e_profile, v6e_score) -> None:
@@ -244,6 +248,6 @@ def test_spans_named_after_the_start_are_found_too(v6e_profile, v6e_score) -> No
     assert all(start.startswith("copy-start") for start in start_of.values())
     renamed = v6e_profile.async_ops.assign(op_name=v6e_profile.async_ops["op_name"].map(start_of))
     result = score(dataclasses.replace(v6e_profile, async_ops=renamed))
-    mine = result.ops.set_index("name").loc[list(start_of), ["efficiency", "async_span_s"]]
-    before = v6e_score.ops.set_index("name").loc[list(start_of), ["efficiency", "async_span_s"]]
-    pd.testing.assert_frame_equal(mine, before)
+    mine = {op.name: (op.efficiency, op.async_span_s) for op in result.ops}
+    before = {op.name: (op.efficiency, op.async_span_s) for op in v6e_score.ops}
+    assert [mine[name] for name in start_of] == [before[name] for name in start_of]

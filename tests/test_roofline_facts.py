@@ -1,4 +1,4 @@
-"""What ``Score.ops`` tells the report about each op, checked against the HLO text and the
+"""What ``Score.ops``' records tell the report about each op, checked against the HLO text and the
 fixtures' recorded truth: op path, scope, result shape, program position, collective groups."""
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def transformer():  # type: ignore[no-untyped-def]
 def test_op_path_shape_and_position_come_from_the_instruction(transformer) -> None:
     _, result = transformer
     lines = _hlo_lines("transformer")
-    ops = result.ops[result.ops["opcode"].notna()]
+    ops = [op for op in result.ops if op.opcode is not None]
     assert len(ops) > 50
-    for row in ops.itertuples():
+    for row in ops:
         line = lines[row.name]
         op_name = re.search(r'op_name=("(?:[^"\\]|\\.)*")', line)
         assert row.op_path == (ast.literal_eval(op_name.group(1)) if op_name else None), row.name
@@ -55,10 +55,10 @@ def test_op_path_shape_and_position_come_from_the_instruction(transformer) -> No
         if row.scope is not None:
             assert row.op_path.startswith(row.scope.split("/")[0]), row.name
     # program order: positions are distinct and follow the order of the entry's lines
-    entry = ops.dropna(subset=["position"])
-    assert entry["position"].is_unique
+    entry = [op for op in ops if op.position is not None]
+    assert len({op.position for op in entry}) == len(entry)
     order = list(lines)
-    by_position = entry.sort_values("position")["name"].tolist()
+    by_position = [op.name for op in sorted(entry, key=lambda op: op.position)]
     assert by_position == sorted(by_position, key=order.index)
 
 
@@ -69,26 +69,26 @@ def test_collectives_carry_groups_and_mesh_axes_from_the_truth() -> None:
     truth = json.loads((FIXTURES_DIR / "collectives" / "meta.json").read_text())
     mesh = dict(zip(truth["mesh"]["axis_names"], truth["mesh"]["axis_sizes"], strict=True))
     by_kind = {c["kind"]: c for c in truth["truth"]["collectives"] if c["kind"] != "all-reduce"}
-    rows = result.ops[result.ops["collective"].notna()]
-    kinds = {row.collective["kind"] for row in rows.itertuples()}
+    rows = [op for op in result.ops if op.collective is not None]
+    kinds = {row.collective.kind for row in rows}
     assert kinds >= set(by_kind)
     (report,) = shardings.values()
-    for row in rows.itertuples():
+    for row in rows:
         facts = row.collective
-        if facts["kind"] not in by_kind:
+        if facts.kind not in by_kind:
             continue
-        expected = by_kind[facts["kind"]]
+        expected = by_kind[facts.kind]
         groups = expected["device_groups"]
-        if facts["kind"] == "collective-permute":
-            assert facts["group_size"] == sum(len(g) for g in groups)  # one pair per device
-            assert facts["num_groups"] is None
+        if facts.kind == "collective-permute":
+            assert facts.group_size == sum(len(g) for g in groups)  # one pair per device
+            assert facts.num_groups is None
         else:
-            assert facts["group_size"] == len(groups[0])
-            assert facts["num_groups"] == len(groups)
+            assert facts.group_size == len(groups[0])
+            assert facts.num_groups == len(groups)
         # the mesh axes the analysis found span as many devices as the truth's axes
-        assert facts["axes"] is not None
-        sizes = [report.mesh.shape[a] for a in facts["axes"]]
+        assert facts.axes is not None
+        sizes = [report.mesh.shape[a] for a in facts.axes]
         assert math.prod(sizes) == math.prod(mesh[a] for a in expected["axes"]), row.name
-        assert facts["full_bytes"] > 0 and facts["output_bytes"] > 0
+        assert facts.full_bytes > 0 and facts.output_bytes > 0
     # ops that are no collective carry none
-    assert result.ops.loc[result.ops["category"] == "matmul", "collective"].isna().all()
+    assert all(op.collective is None for op in result.ops if op.category == "matmul")

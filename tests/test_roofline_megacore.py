@@ -66,17 +66,17 @@ def test_synthetic_per_tensorcore_trace_is_scored_per_core() -> None:
     assert result.summary.accounting == "per-TensorCore"
     assert "1/2" in result.summary.accounting_note
     assert result.chip.peak_flops["bf16"] == v5p.peak_flops["bf16"] / 2
-    ops = result.ops.set_index("name")
-    dot = ops.loc["dot"]
-    assert dot["flops"] == DOT_FLOPS / 2 * 2  # one core's share, two executions
-    assert dot["hbm_bytes"] == DOT_BYTES / 2 * 2
+    ops = {op.name: op for op in result.ops}
+    dot = ops["dot"]
+    assert dot.flops == DOT_FLOPS / 2 * 2  # one core's share, two executions
+    assert dot.hbm_bytes == DOT_BYTES / 2 * 2
     # the same ideal time as the whole op on the whole chip
-    assert dot["t_compute_s"] == pytest.approx(2 * DOT_FLOPS / v5p.peak_flops["bf16"], rel=1e-12)
-    assert dot["flops_source"] == "hlo" and "more than 2x" not in dot["derivation"]
+    assert dot.t_compute_s == pytest.approx(2 * DOT_FLOPS / v5p.peak_flops["bf16"], rel=1e-12)
+    assert dot.flops_source == "hlo" and "more than 2x" not in dot.derivation
     # the kernel profan cannot cost takes the trace's per-core figure, against a core's peak
-    kernel = ops.loc["k"]
-    assert kernel["flops_source"] == "trace" and kernel["flops"] == 2 * KERNEL_FLOPS
-    assert kernel["t_compute_s"] == pytest.approx(
+    kernel = ops["k"]
+    assert kernel.flops_source == "trace" and kernel.flops == 2 * KERNEL_FLOPS
+    assert kernel.t_compute_s == pytest.approx(
         2 * KERNEL_FLOPS / (v5p.peak_flops["bf16"] / 2), rel=1e-12
     )
 
@@ -86,9 +86,9 @@ def test_synthetic_per_chip_trace_is_scored_per_chip() -> None:
     v5p = get_chip("tpu-v5p")
     assert result.summary.accounting == "per-chip"
     assert result.chip.peak_flops["bf16"] == v5p.peak_flops["bf16"]
-    dot = result.ops.set_index("name").loc["dot"]
-    assert dot["flops"] == DOT_FLOPS * 2
-    assert dot["t_compute_s"] == pytest.approx(2 * DOT_FLOPS / v5p.peak_flops["bf16"], rel=1e-12)
+    dot = next(op for op in result.ops if op.name == "dot")
+    assert dot.flops == DOT_FLOPS * 2
+    assert dot.t_compute_s == pytest.approx(2 * DOT_FLOPS / v5p.peak_flops["bf16"], rel=1e-12)
 
 
 def test_a_chip_that_is_not_megacore_keeps_the_chip_accounting() -> None:

@@ -42,35 +42,36 @@ def test_score_uses_the_traces_own_peaks_and_stays_a_lower_bound(v6e_profile) ->
     assert result.chip.name == "tpu-v6e"
     sources = result.summary.figure_sources
     assert sources["peak_flops.bf16"] == "trace" and sources["hbm_bytes_per_s"] == "trace"
-    ops = result.ops.set_index("name")
+    ops = {op.name: op for op in result.ops}
     # the three broadcast-add fusions read + write 5 GiB each: HBM-bound at the trace's 1638 GB/s
     for name in ("broadcast_add_fusion", "broadcast_add_fusion.1", "broadcast_add_fusion.2"):
-        row = ops.loc[name]
-        assert row["bound_by"] == "hbm"
-        per_run = row["roofline_s"] / row["occurrences"]
+        row = ops[name]
+        assert row.bound_by == "hbm"
+        per_run = row.roofline_s / row.occurrences
         assert per_run == pytest.approx(2 * 5 * 2**30 / 1637.993152512e9)
     # the all-reduce runs over groups of 2 on the ICI
-    assert ops.loc["all-reduce", "bound_by"] == "ici"
+    assert ops["all-reduce"].bound_by == "ici"
     # A roofline is a lower bound: no synchronous op and no step beat it.
-    assert (result.ops["efficiency"].dropna() <= 1.0).all()
+    assert all(op.efficiency <= 1.0 for op in result.ops if op.efficiency is not None)
     assert (result.steps["ideal_s"] <= result.steps["measured_s"]).all()
     assert len(result.steps) == len(v6e_profile.steps)
     # host <-> device copies dominate this program's steps
     assert result.steps["share_host"].min() > 0.9
     # async dones are scored over their spans on the async line (test_roofline_async_spans)
-    dones = result.ops[result.ops["opcode"] == "copy-done"]
-    assert len(dones) == 6 and dones["async_span_s"].notna().all()
+    dones = [op for op in result.ops if op.opcode == "copy-done"]
+    assert len(dones) == 6 and all(op.async_span_s is not None for op in dones)
     assert 0 < result.summary.efficiency <= 1.0
 
 
 def test_scored_figures_equal_the_traces_own_stats(v6e_profile) -> None:
     # The TPU compiler's per-op flops and bytes_accessed in the trace are the cross-check of what
-    # Score.ops reports (after demand analysis, sources and reconciliation): all 17 ops agree.
+    # the records of Score.ops say (after demand analysis, sources and reconciliation): all 17
+    # ops agree.
     # bytes_accessed counts every memory space: a host copy's start reads host memory, the
     # done writes HBM (or the other way round), so the HBM figure is on one half only.
     ops = score(v6e_profile).ops
     assert len(ops) == 17
-    for row in ops.itertuples():
+    for row in ops:
         assert row.flops == pytest.approx(row.trace_flops, rel=0.01, abs=0.5), row.name
         all_spaces = sum(row.bytes_by_space.values())
         assert all_spaces == pytest.approx(row.trace_bytes, rel=0.01), row.name

@@ -23,7 +23,7 @@ from profan.hlo.opcodes import TRANSCENDENTAL_OPCODES
 from profan.hlo.parser import parse_instruction
 from profan.report.analysis.build import Analysis, build_report
 from profan.report.analysis.pipeline import analyse
-from profan.roofline import op_times
+from profan.roofline import OpRecord, op_times
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 STATE_STEPS = FIXTURES_DIR / "state_steps"
@@ -34,10 +34,10 @@ def _analysis(path: Path) -> Analysis:
     return analyse(path)
 
 
-def _op(path: Path, module: str, opcode: str = "fusion"):
+def _op(path: Path, module: str, opcode: str = "fusion") -> OpRecord:
     ops = _analysis(path).score.ops
-    rows = ops[ops["module"].astype(str).str.startswith(module) & (ops["opcode"] == opcode)]
-    return rows.sort_values("t_transcendental_s", ascending=False).iloc[0]
+    rows = [op for op in ops if op.module.startswith(module) and op.opcode == opcode]
+    return max(rows, key=lambda op: op.t_transcendental_s)
 
 
 def test_every_chip_has_a_rate_with_its_derivation_or_says_it_is_unknown() -> None:
@@ -105,14 +105,14 @@ def test_mish_counts_what_xla_counts_and_is_bound_by_its_transcendentals() -> No
 
 def test_the_report_names_the_transcendental_bound_and_stays_below_the_measured_time() -> None:
     row = _op(STATE_STEPS, "jit_mish")
-    assert row["bound_by"] == "transcendental"
-    assert row["roofline_s"] == row["t_transcendental_s"] > row["t_hbm_s"]
-    assert row["roofline_s"] <= row["measured_s"] and row["faster_executions"] == 0
+    assert row.bound_by == "transcendental"
+    assert row.roofline_s == row.t_transcendental_s > row.t_hbm_s
+    assert row.roofline_s <= row.measured_s and row.faster_executions == 0
     report = build_report(_analysis(STATE_STEPS))
     data = json.loads(json.dumps(report.to_dict()))
     (entry,) = [op for op in data["ops"] if op["program"].startswith("jit_mish")]
     assert entry["bound_by"] == "transcendental"
-    assert entry["t_transcendental_s"] == pytest.approx(row["t_transcendental_s"])
+    assert entry["t_transcendental_s"] == pytest.approx(row.t_transcendental_s)
     assert data["summary"]["time_by_bound_s"]["transcendental"] > 0
     assert data["chip"]["transcendentals_per_s_device"] == 2e10
     assert data["chip"]["figure_sources"]["transcendentals_per_s"] == "catalogue"
@@ -125,9 +125,9 @@ def test_mi300x_tanh_shows_its_transcendental_time_beside_its_longer_hbm_time(
     row = _op(corpus_dir / "traces" / "mi300x_jax08_attention.xplane.pb", "jit_tanh")
     rate = get_chip("mi300x").transcendentals_per_s
     # bf16[4,2048,4096]: one tanh per element
-    assert row["t_transcendental_s"] == pytest.approx(4 * 2048 * 4096 * row["occurrences"] / rate)
-    assert 0 < row["t_transcendental_s"] < row["t_hbm_s"] and row["bound_by"] == "hbm"
-    assert "transcendentals at 1.02e+13/s" in row["derivation"]
+    assert row.t_transcendental_s == pytest.approx(4 * 2048 * 4096 * row.occurrences / rate)
+    assert 0 < row.t_transcendental_s < row.t_hbm_s and row.bound_by == "hbm"
+    assert "transcendentals at 1.02e+13/s" in row.derivation
 
 
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_kernels"))
@@ -135,9 +135,9 @@ def test_gpu_attention_kernels_show_their_softmax_exponentials(
     fixtures_dir: Path, name: str
 ) -> None:
     ops = _analysis(fixtures_dir / name).score.ops
-    attention = ops[ops["name"].astype(str).str.startswith("dot_product_attention_fwd")]
+    attention = [op for op in ops if op.name.startswith("dot_product_attention_fwd")]
     assert len(attention) == 2
-    for row in attention.itertuples():
+    for row in attention:
         assert 0.3 < row.t_transcendental_s / row.roofline_s < 1, row.name
         assert row.roofline_s <= row.measured_s
 

@@ -167,7 +167,7 @@ def crosscheck(corpus: Path, name: str, workdir: Path) -> list[OpCheck]:
     cycles = xla_gpu_op_cycles() if profile.device.kind == "GPU" else None
     models: dict[str, CostModel] = {}
     ours: dict[tuple[str, str], tuple[float | None, float | None, float | None]] = {}
-    for record in score.ops.itertuples():
+    for record in score.ops:
         program = str(record.module_key or "").rsplit("(", 1)[-1].rstrip(")")
         runs = max(int(record.occurrences), 1)
         flops = (

@@ -1,6 +1,6 @@
 """profan's verdict on every op execution of a profile, in the form both exports write.
 
-One ``OpFigures`` per row of ``Score.ops`` (an op of a program) holds what is the same for all
+One ``OpFigures`` per scored op (``Score.ops``: an op of a program) holds what is the same for all
 its executions — category, bound, ideal time per execution, the op's efficiency, flags, source,
 FLOPs and bytes per execution with their sources; ``Figures`` adds, per row of
 ``Profile.ops`` (an execution), which op it is and that execution's own efficiency (its ideal
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from profan.report.analysis.build import Analysis
 from profan.report.model import Report
@@ -91,22 +89,9 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def _number(value: Any) -> float | None:
-    """A frame's cell as a float, None where it is missing."""
-    if value is None or pd.isna(value):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _per(total: object, count: object) -> float | None:
+def _per(total: float | None, count: int | None) -> float | None:
     """A total over ``count`` executions, per execution (None where either is unknown)."""
-    number, times = _number(total), _number(count)
-    return number / times if number is not None and times else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return total / count if total is not None and count else None
 
 
 def span_figures(analysis: Analysis, figures: Figures) -> Figures | None:
@@ -123,50 +108,42 @@ def span_figures(analysis: Analysis, figures: Figures) -> Figures | None:
 
 
 def figures_of(analysis: Analysis, report: Report) -> Figures:
-    """Every op's figures from the scored profile, with the flags of the report's rules."""
-    score_ops = analysis.score.ops
+    """Every op's figures from its scored record, with the flags of the report's rules."""
+    scored = analysis.score.ops
     flags = {(entry.module, entry.program or "", entry.name): entry.flags for entry in report.ops}
     ops = []
-    for record in score_ops.to_dict("records"):
-        occurrences = max(int(record.get("occurrences") or 1), 1)
-        bound = str(record.get("bound_by") or UNKNOWN)
-        known = bound != UNKNOWN
-        flops = _number(record.get("flops"))
-        hbm_bytes = _number(record.get("hbm_bytes"))
-        roofline = _number(record.get("roofline_s"))
-        flops_source = _text(record.get("flops_source")) or UNKNOWN
-        bytes_source = _text(record.get("bytes_source")) or UNKNOWN
-        module_key = record.get("module_key")
-        key = (str(record["module"]), _text(module_key) or "", str(record["name"]))
+    for record in scored:
+        occurrences = max(record.occurrences, 1)
+        known = record.bound_by != UNKNOWN
         ops.append(
             OpFigures(
-                name=str(record["name"]),
-                module=str(record["module"]),
-                category=_text(record.get("category")) or "other",
-                bound=bound,
-                ideal_s=roofline / occurrences if known and roofline is not None else None,
-                efficiency=_number(record.get("efficiency")) if known else None,
-                flags=tuple(flags.get(key, ())),
-                source=_text(record.get("source")),
+                name=record.name,
+                module=record.module,
+                category=record.category,
+                bound=record.bound_by,
+                ideal_s=record.roofline_s / occurrences if known else None,
+                efficiency=record.efficiency if known else None,
+                flags=tuple(flags.get((record.module, record.module_key or "", record.name), ())),
+                source=record.source,
                 flops=(
-                    flops / occurrences if flops is not None and flops_source != UNKNOWN else None
-                ),
-                flops_source=flops_source,
-                hbm_bytes=(
-                    hbm_bytes / occurrences
-                    if hbm_bytes is not None and bytes_source != UNKNOWN
+                    record.flops / occurrences
+                    if record.flops is not None and record.flops_source != UNKNOWN
                     else None
                 ),
-                bytes_source=bytes_source,
-                asynchronous=_text(record.get("async_role")) is not None,
-                note=_text(record.get("note")),
-                transfer_span_s=_per(record.get("async_span_s"), record.get("async_span_n")),
-                exposed_wait_s=_per(record.get("exposed_wait_s"), occurrences),
+                flops_source=record.flops_source,
+                hbm_bytes=(
+                    record.hbm_bytes / occurrences if record.bytes_source != UNKNOWN else None
+                ),
+                bytes_source=record.bytes_source,
+                asynchronous=record.async_role is not None,
+                note=record.note,
+                transfer_span_s=_per(record.async_span_s, record.async_span_n),
+                exposed_wait_s=_per(record.exposed_wait_s, occurrences),
             )
         )
     return Figures(
         ops=ops,
-        row_op=event_rows(analysis.profile, score_ops),
+        row_op=event_rows(analysis.profile, scored),
         duration_s=analysis.profile.ops["duration_s"].to_numpy(dtype=float),
     )
 

@@ -6,18 +6,19 @@ figure) or the trace recorded the execution shorter than it ran (zero-length or 
 An async ``-done`` event is only the exposed wait for its transfer, never the transfer: its
 executions here are its start-to-done spans (``spans.span_rows``), and a done without spans
 has none (a wait shorter than the transfer's ideal is no contradiction).  Such ops keep their
-figures, and ``Score.ops`` says how many executions beat the model (``faster_executions``) and
-why (``note``), so no number above 100% goes unexplained.
+figures, and their records (``Score.ops``) say how many executions beat the model
+(``faster_executions``) and why (``note``), so no number above 100% goes unexplained.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from profan.chips import Chip
+from profan.roofline.record import OpRecord
 from profan.roofline.spans import span_rows
 from profan.units import percent, seconds
 
@@ -62,64 +63,59 @@ def _why(bound: str, async_role: object, shortest_s: float, chip: Chip) -> str:
 
 
 def explain_faster_executions(
-    profile: Profile, per_op: pd.DataFrame, chip: Chip, rows: np.ndarray
-) -> pd.DataFrame:
-    """``per_op`` with ``faster_executions`` (executions shorter than the op's ideal time; for
+    profile: Profile, ops: list[OpRecord], chip: Chip, rows: np.ndarray
+) -> list[OpRecord]:
+    """``ops`` with ``faster_executions`` (executions shorter than the op's ideal time; for
     an async done, its start-to-done spans shorter than its transfer's ideal) and a ``note`` in
     words for every op that has them or beats its roofline in total.  ``rows``: each
-    execution's row in ``per_op`` (``spans.event_rows``)."""
-    occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1)
-    ideal = (per_op["roofline_s"] / occurrences).to_numpy(dtype=float)
-    is_done = np.append(per_op["async_role"].eq("done").fillna(False).to_numpy(dtype=bool), False)
+    execution's position in ``ops`` (``spans.event_rows``)."""
+    ideal = np.array([op.roofline_s / max(op.occurrences, 1) for op in ops], dtype=float)
+    is_done = np.array([op.async_role == "done" for op in ops] + [False], dtype=bool)
     known = (rows >= 0) & ~is_done[rows]  # a done's event is its wait, not its transfer
     duration = profile.ops["duration_s"].to_numpy(dtype=float)[known]
     which = rows[known]
-    spans_at = span_rows(profile, per_op)
+    spans_at = span_rows(profile, ops)
     if spans_at.size and profile.async_ops is not None:
         spanned = spans_at >= 0
         span_durations = profile.async_ops["duration_s"].to_numpy(dtype=float)[spanned]
         duration = np.concatenate([duration, span_durations])
         which = np.concatenate([which, spans_at[spanned]])
     faster = ideal[which] > duration * (1 + _TOLERANCE)
-    counts = np.bincount(which[faster], minlength=len(per_op))
-    shortest = np.full(len(per_op), np.inf)
+    counts = np.bincount(which[faster], minlength=len(ops))
+    shortest = np.full(len(ops), np.inf)
     np.minimum.at(shortest, which[faster], duration[faster])
-    found = [
-        None if counts[i] == 0 else {"size": int(counts[i]), "min": float(shortest[i])}
-        for i in range(len(per_op))
+    return [
+        _explained(op, int(count), float(fastest), chip)
+        for op, count, fastest in zip(ops, counts.tolist(), shortest.tolist(), strict=True)
     ]
-    per_op = per_op.copy()
-    per_op["faster_executions"] = pd.array(counts.astype(np.int64))
-    notes: list[str | None] = []
-    for row, hit in zip(per_op.itertuples(index=False), found, strict=True):
-        efficiency = row.efficiency
-        beaten = bool(efficiency > 1.0) if not pd.isna(efficiency) else False
-        if hit is None and not beaten:
-            notes.append(None)
-            continue
-        per_execution = row.roofline_s / max(row.occurrences, 1)
-        fastest = float(hit["min"]) if hit is not None else row.measured_s / max(row.occurrences, 1)
-        why = _why(row.bound_by, row.async_role, fastest, chip)
-        if row.async_role == "done" and beaten:
-            head = (
-                "its start-to-done spans are shorter than its transfers' ideal "
-                f"({percent(efficiency, 0)} of the ideal time)"
-            )
-        elif row.async_role == "done":
-            assert hit is not None  # not beaten: it is here for its faster spans
-            head = (
-                f"{int(hit['size'])} of {row.async_span_n} start-to-done spans shorter than its "
-                f"transfer's ideal (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
-            )
-        elif beaten:
-            head = f"measured faster than its roofline ({percent(efficiency, 0)} of the ideal time)"
-        else:
-            assert hit is not None  # not beaten: it is here for its faster executions
-            head = (
-                f"{int(hit['size'])} of {row.occurrences} executions measured faster than its "
-                f"roofline (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
-            )
-        notes.append(f"{head}: {why}")
-    per_op["note"] = pd.Series(notes, index=per_op.index, dtype=object)
-    per_op["faster_executions"] = per_op["faster_executions"].astype("Int64")
-    return per_op
+
+
+def _explained(op: OpRecord, faster: int, shortest_s: float, chip: Chip) -> OpRecord:
+    """``op`` with its count of faster executions (``shortest_s``: the shortest of them) and,
+    where it has some or beats its roofline in total, the note that says why."""
+    efficiency = op.efficiency
+    beaten = efficiency is not None and efficiency > 1.0
+    if not faster and not beaten:
+        unchanged = op.faster_executions == 0 and op.note is None
+        return op if unchanged else replace(op, faster_executions=0, note=None)
+    per_execution = op.roofline_s / max(op.occurrences, 1)
+    fastest = shortest_s if faster else op.measured_s / max(op.occurrences, 1)
+    why = _why(op.bound_by, op.async_role, fastest, chip)
+    if op.async_role == "done" and beaten:
+        head = (
+            "its start-to-done spans are shorter than its transfers' ideal "
+            f"({percent(efficiency, 0)} of the ideal time)"
+        )
+    elif op.async_role == "done":
+        head = (
+            f"{faster} of {op.async_span_n} start-to-done spans shorter than its "
+            f"transfer's ideal (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
+        )
+    elif beaten:
+        head = f"measured faster than its roofline ({percent(efficiency, 0)} of the ideal time)"
+    else:
+        head = (
+            f"{faster} of {op.occurrences} executions measured faster than its "
+            f"roofline (shortest {seconds(fastest)}, ideal {seconds(per_execution)})"
+        )
+    return replace(op, faster_executions=faster, note=f"{head}: {why}")

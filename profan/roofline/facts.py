@@ -5,7 +5,7 @@ shape, and a collective's groups and mesh axes."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from profan.attribute import classify, op_name_of, scope_of
 from profan.cost import OpCost
@@ -90,22 +90,34 @@ def _groups(instruction: Instruction, module: Module) -> tuple[int | None, int |
     return len(groups[0]), len(groups)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CollectiveFacts:
+    """A collective's kind, groups, mesh axes and bytes, as its instruction says."""
+
+    kind: str  # one of profan.cost.collectives.KINDS
+    group_size: int | None  # devices in a group (source-target pairs: their count); None: unread
+    num_groups: int | None
+    axes: tuple[str, ...] | None  # the mesh axes it runs over (sharding analysis), if known
+    full_bytes: int | None  # the full array along the collective's axis (the cost model's)
+    output_bytes: int  # its result's bytes
+
+
 def collective_facts(
     instruction: Instruction, module: Module, cost: OpCost, axes: tuple[str, ...] | None
-) -> dict[str, Any] | None:
-    """A collective's kind, groups, mesh axes and bytes (``None`` for other ops)."""
+) -> CollectiveFacts | None:
+    """A collective's facts (``None`` for other ops)."""
     found = COLLECTIVE_OPCODES.get(instruction.opcode)
     if found is None:
         return None
     group_size, num_groups = _groups(instruction, module)
-    return {
-        "kind": found[0],
-        "group_size": group_size,
-        "num_groups": num_groups,
-        "axes": list(axes) if axes else None,
-        "full_bytes": cost.collective.full_bytes if cost.collective is not None else None,
-        "output_bytes": _output_bytes(instruction.shape),
-    }
+    return CollectiveFacts(
+        kind=found[0],
+        group_size=group_size,
+        num_groups=num_groups,
+        axes=tuple(axes) if axes else None,
+        full_bytes=cost.collective.full_bytes if cost.collective is not None else None,
+        output_bytes=_output_bytes(instruction.shape),
+    )
 
 
 @dataclasses.dataclass(slots=True)
@@ -118,7 +130,7 @@ class OpFacts:
     source: str | None = None
     position: int | None = None
     shape: str | None = None
-    collective: dict[str, Any] | None = None
+    collective: CollectiveFacts | None = None
 
 
 def op_facts(
@@ -131,8 +143,8 @@ def op_facts(
     location = source_location(module, instruction)
     return OpFacts(
         category=classify(instruction, module).category,
-        scope=scope_of(instruction),
-        op_path=op_name_of(instruction),
+        scope=scope_of(instruction) or None,
+        op_path=op_name_of(instruction) or None,
         source=str(location) if location else None,
         position=positions.get((instruction.computation, instruction.name)),
         shape=shape_text(instruction.shape),

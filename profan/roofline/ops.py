@@ -1,4 +1,4 @@
-"""One scored row per (module, op) of a loaded profile: cost per execution, roofline terms,
+"""One ``OpRecord`` per (module, op) of a loaded profile: cost per execution, roofline terms,
 measured time, efficiency, and the facts the report shows (``profan.roofline.facts``).
 
 Every op's FLOPs and bytes carry their source (``flops_source``, ``bytes_source``).  The
@@ -13,7 +13,6 @@ scored on the done (``profan.roofline.spans``); a start has no roofline time of 
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -24,6 +23,7 @@ from profan.cost.kernels import reconcile
 from profan.hlo.model import Instruction
 from profan.roofline.facts import OpFacts, axis_sizes, op_facts
 from profan.roofline.megacore import Accounting
+from profan.roofline.record import OpRecord
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
@@ -32,22 +32,9 @@ if TYPE_CHECKING:
     from profan.sharding import ShardingReport
     from profan.trace.profile import Profile
 
-OP_COLUMNS = (
-    "module", "name", "opcode", "category", "occurrences", "measured_s", "flops", "hbm_bytes",
-    "ici_bytes", "t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s",
-    "roofline_s", "bound_by",
-    "efficiency", "source", "cost_source", "flops_source", "bytes_source", "peak", "trace_flops",
-    "trace_bytes", "dtype", "async_role", "link", "module_key",
-    "async_span_s", "async_span_n", "exposed_wait_s", "scope", "op_path", "position", "shape",
-    "collective", "note", "faster_executions", "derivation", "bytes_by_space",
-)  # fmt: skip
-
-
-# Facts an op may lack (no instruction, no metadata, not a collective): ``None`` when absent.
-OPTIONAL_TEXT_COLUMNS = ("scope", "op_path", "shape", "collective", "note")
-
 
 def _present(value: Any) -> bool:
+    """Whether a trace stat (a cell of the grouped op table) is there: not None, not NaN."""
     return value is not None and not pd.isna(value)
 
 
@@ -67,15 +54,16 @@ def _implicit_element(instruction: Instruction) -> OpCost:
     return cost
 
 
-def per_op_rows(
+def op_records(
     profile: Profile,
     chip: Chip,
     shardings: dict[str, ShardingReport] | None,
     accounting: Accounting | None = None,
     scorings: dict[str, ModuleScoring] | None = None,
-) -> pd.DataFrame:
-    """One row per (module, op) with the per-execution cost and roofline times (``chip``: the
-    figures the trace's accounting is scored against, see ``profan.roofline.megacore``).
+) -> list[OpRecord]:
+    """One record per (module, op), in order of first appearance: its cost and roofline times
+    over its executions (``chip``: the figures the trace's accounting is scored against, see
+    ``profan.roofline.megacore``).
     ``scorings``: module key -> its scoring prepared beforehand (``ModuleScoring``, for the
     same module object and sharding), else built here."""
     spans_by_op = async_spans(profile)
@@ -106,7 +94,7 @@ def per_op_rows(
     prepared = scorings or {}
     scorings = {}
     slice_devices = profile.device.count or None
-    rows = []
+    records: list[OpRecord] = []
     for record in summary.to_dict("records"):
         module_key, op_name = record["_key"], record["op_name"]
         module = profile.modules.get(module_key) if module_key else None
@@ -168,9 +156,11 @@ def per_op_rows(
         occurrences = int(record["occurrences"])
         measured = float(record["measured_s"])
         roofline = times.roofline_s * occurrences
-        efficiency = roofline / measured if measured > 0 and roofline > 0 else math.nan
+        efficiency = roofline / measured if measured > 0 and roofline > 0 else None
         unknown = cost_source == "none" or cost.flops_source == cost.bytes_source == "unknown"
-        span_total, span_n, exposed_wait = math.nan, None, math.nan
+        span_total: float | None = None
+        span_n: int | None = None
+        exposed_wait: float | None = None
         derivation = cost.derivation + times.notes
         if cost.async_role == "done":
             # The done's measured time is only the exposed wait for a transfer that ran alongside
@@ -180,63 +170,60 @@ def per_op_rows(
                 times.roofline_s, spans_of_done(spans_by_op, module_key, op_name, instruction)
             )
             derivation = [*derivation, note]
-        source = record.get("source")
-        if not _present(source):
-            source = facts.source
-        rows.append(
-            {
-                "module": record["module"],
-                "name": op_name,
-                "opcode": instruction.opcode if instruction is not None else None,
-                "category": facts.category,
-                "occurrences": occurrences,
-                "measured_s": measured,
-                "flops": None if cost.flops is None else cost.flops * occurrences,
-                "hbm_bytes": cost.roofline_bytes * occurrences,
-                "ici_bytes": row_ici_bytes(cost) * occurrences,
-                "t_compute_s": times.t_compute_s * occurrences,
-                "t_hbm_s": times.t_hbm_s * occurrences,
-                "t_ici_s": times.t_ici_s * occurrences,
-                "t_host_s": times.t_host_s * occurrences,
-                "t_transcendental_s": times.t_transcendental_s * occurrences,
-                "roofline_s": roofline,
-                "bound_by": "unknown" if unknown else times.bound_by,
-                "efficiency": efficiency,
-                "source": source,
-                "cost_source": cost_source,
-                "flops_source": cost.flops_source,
-                "bytes_source": cost.bytes_source,
-                "peak": times.peak,
-                "trace_flops": None if trace_flops is None else trace_flops * occurrences,
-                "trace_bytes": None if trace_bytes is None else trace_bytes * occurrences,
-                "dtype": cost.dtype,
-                "async_role": cost.async_role,
+        trace_source = record.get("source")
+        source = trace_source if _present(trace_source) else facts.source
+        records.append(
+            OpRecord(
+                module=str(record["module"]),
+                name=str(op_name),
+                opcode=instruction.opcode if instruction is not None else None,
+                category=facts.category,
+                occurrences=occurrences,
+                measured_s=measured,
+                flops=None if cost.flops is None else float(cost.flops * occurrences),
+                # (float of the product: a figure the cost model counted in ints stays exact
+                # until it is one number)
+                hbm_bytes=float(cost.roofline_bytes * occurrences),
+                ici_bytes=float(row_ici_bytes(cost) * occurrences),
+                t_compute_s=times.t_compute_s * occurrences,
+                t_hbm_s=times.t_hbm_s * occurrences,
+                t_ici_s=times.t_ici_s * occurrences,
+                t_host_s=times.t_host_s * occurrences,
+                t_transcendental_s=times.t_transcendental_s * occurrences,
+                roofline_s=roofline,
+                bound_by="unknown" if unknown else times.bound_by,
+                efficiency=efficiency,
+                source=str(source) if source else None,
+                cost_source=cost_source,
+                flops_source=cost.flops_source,
+                bytes_source=cost.bytes_source,
+                peak=times.peak,
+                trace_flops=None if trace_flops is None else trace_flops * occurrences,
+                trace_bytes=None if trace_bytes is None else trace_bytes * occurrences,
+                dtype=cost.dtype,
+                async_role=cost.async_role,
                 # which link an async transfer occupies (host links are full duplex)
-                "link": (
+                link=(
                     f"{times.bound_by}:{cost.transfer_direction}"
                     if cost.transfer_direction
                     else times.bound_by
                 ),
-                "module_key": module_key or None,
-                "async_span_s": span_total,
-                "async_span_n": span_n,
-                "exposed_wait_s": exposed_wait,
-                "scope": facts.scope,
-                "op_path": facts.op_path,
-                "position": facts.position,
-                "shape": facts.shape,
-                "collective": facts.collective,
-                "note": None,  # profan.roofline.checks explains ops faster than the model
-                "faster_executions": 0,
-                "derivation": "; ".join(derivation),
-                "bytes_by_space": {
-                    space: moved * occurrences for space, moved in cost.bytes_by_space.items()
+                module_key=module_key or None,
+                async_span_s=span_total,
+                async_span_n=span_n,
+                exposed_wait_s=exposed_wait,
+                scope=facts.scope,
+                op_path=facts.op_path,
+                position=facts.position,
+                shape=facts.shape,
+                collective=facts.collective,
+                derivation="; ".join(derivation),
+                bytes_by_space={
+                    space: float(moved * occurrences)
+                    for space, moved in cost.bytes_by_space.items()
                 },
-            }
+                faster_executions=0,  # profan.roofline.checks counts them, and says why
+                note=None,
+            )
         )
-    frame = pd.DataFrame(rows, columns=list(OP_COLUMNS))
-    frame["async_span_n"] = frame["async_span_n"].astype("Int64")
-    frame["position"] = frame["position"].astype("Int64")
-    for column in OPTIONAL_TEXT_COLUMNS:  # None stays None (a str column would make it NaN)
-        frame[column] = pd.Series([row[column] for row in rows], index=frame.index, dtype=object)
-    return frame
+    return records

@@ -7,13 +7,15 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from profan.beside import Beside
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
-from profan.roofline.ops import per_op_rows
+from profan.roofline.ops import op_records
+from profan.roofline.record import OpRecord
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import device_keys, event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
@@ -71,9 +73,10 @@ class Summary:
 
 @dataclass(slots=True)
 class Score:
-    """A profile scored against a chip's roofline."""
+    """A profile scored against a chip's roofline: its ops, longest measured time first, and
+    its steps."""
 
-    ops: pd.DataFrame
+    ops: list[OpRecord]
     steps: pd.DataFrame
     chip: Chip
     summary: Summary
@@ -93,33 +96,37 @@ def resolve_chip(chip: Chip | str | None, profile: Profile | None = None) -> Chi
 def _summary(
     profile: Profile,
     chip: Chip,
-    per_op: pd.DataFrame,
+    ops: list[OpRecord],
     steps: pd.DataFrame,
     breakdown: TimeBreakdown,
 ) -> Summary:
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
-    # overall efficiency compares synchronous ops only.
-    synchronous = per_op[per_op["async_role"].isna()]
-    measured = float(synchronous["measured_s"].sum())
-    roofline = float(synchronous["roofline_s"].sum())
-    by_bound = per_op.groupby("bound_by")["measured_s"].sum()
-    all_measured = float(per_op["measured_s"].sum())
+    # overall efficiency compares synchronous ops only.  (numpy's sums and pandas' grouped ones,
+    # as the figures have always been summed: the same floats to the last bit.)
+    synchronous = [op for op in ops if op.async_role is None]
+    measured = float(np.array([op.measured_s for op in synchronous], dtype=float).sum())
+    roofline = float(np.array([op.roofline_s for op in synchronous], dtype=float).sum())
+    table = pd.DataFrame(
+        {"bound_by": [op.bound_by for op in ops], "measured_s": [op.measured_s for op in ops]}
+    )
+    by_bound = table.groupby("bound_by")["measured_s"].sum()
+    all_measured = float(table["measured_s"].sum())
     summary = Summary(
         chip=chip.name,
         chip_display_name=chip.display_name,
         figure_sources=dict(chip.figure_sources),
         peak_flops_per_s=chip.device_peak_flops("bf16"),
         hbm_bytes_per_s=chip.device_hbm_bytes_per_s,
-        ops=len(per_op),
-        op_executions=int(per_op["occurrences"].sum()) if len(per_op) else 0,
+        ops=len(ops),
+        op_executions=sum(op.occurrences for op in ops),
         measured_s=measured,
         roofline_s=roofline,
         efficiency=roofline / measured if measured > 0 else math.nan,
-        flops=float(pd.to_numeric(per_op["flops"], errors="coerce").fillna(0).sum()),
+        flops=float(np.array([op.flops or 0.0 for op in ops], dtype=float).sum()),
         share_by_bound={
             str(b): float(t) / all_measured if all_measured else 0.0 for b, t in by_bound.items()
         },
-        unknown_cost_ops=per_op.loc[per_op["cost_source"] == "none", "name"].tolist(),
+        unknown_cost_ops=[op.name for op in ops if op.cost_source == "none"],
         unmatched_events=sum(u.count for u in profile.unmatched),
         mfu_peak_dtype=MFU_PEAK_DTYPE,
         mfu_peak_source=chip.device_peak_flops_source(MFU_PEAK_DTYPE),
@@ -152,15 +159,15 @@ def score(
     """
     accounting = trace_accounting(profile, resolve_chip(chip, profile))
     chip = accounting.scoring_chip(resolve_chip(chip, profile))
-    per_op = per_op_rows(profile, chip, shardings, accounting, scorings)
-    per_op = per_op.sort_values("measured_s", ascending=False, kind="stable").reset_index(drop=True)
-    rows = event_rows(profile, per_op)
-    per_op = explain_faster_executions(profile, per_op, chip, rows)
+    ops = op_records(profile, chip, shardings, accounting, scorings)
+    ops.sort(key=lambda op: -op.measured_s)  # longest first; stable: ties keep their order
+    rows = event_rows(profile, ops)
+    ops = explain_faster_executions(profile, ops, chip, rows)
     devices = device_keys(profile.ops)  # which device each op ran on, for both
     # two passes over every execution, read-only on the same inputs: side by side
-    steps_beside = Beside(step_rows, profile, chip, per_op, rows, devices)
-    breakdown = time_breakdown(profile, per_op, rows, devices)
+    steps_beside = Beside(step_rows, profile, chip, ops, rows, devices)
+    breakdown = time_breakdown(profile, ops, rows, devices)
     steps = steps_beside.result()
-    summary = _summary(profile, chip, per_op, steps, breakdown)
+    summary = _summary(profile, chip, ops, steps, breakdown)
     summary.accounting, summary.accounting_note = accounting.name, accounting.note or None
-    return Score(ops=per_op, steps=steps, chip=chip, summary=summary)
+    return Score(ops=ops, steps=steps, chip=chip, summary=summary)

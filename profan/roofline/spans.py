@@ -4,12 +4,12 @@ The ``-done`` of an async pair measures only the wait for a transfer that ran al
 ops (``exposed_wait_s``).  Where the trace records the transfer's span from start to done
 (``Profile.async_ops``; on TPU the "Async XLA Ops" line, which may cover only some devices), the
 pair is scored over its spans: ``efficiency = roofline per execution x async_span_n /
-async_span_s``.  Without spans a done's efficiency is undefined (NaN).
+async_span_s``.  Without spans a done's efficiency is undefined (None).
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction
+from profan.roofline.record import OpRecord
 from profan.trace.profile import row_groups
 from profan.units import seconds
 
@@ -69,12 +70,13 @@ def async_spans(profile: Profile) -> dict[tuple[str, str], AsyncSpans]:
 
 def async_efficiency(
     per_execution_s: float, spans: AsyncSpans | None
-) -> tuple[float, float, int | None, str]:
-    """Efficiency of an async done over its spans: (efficiency, span total, n, derivation)."""
+) -> tuple[float | None, float | None, int | None, str]:
+    """Efficiency of an async done over its spans: (efficiency, span total, n, derivation),
+    ``None`` where undefined (no spans; an efficiency, where the spans or the ideal are 0 s)."""
     if spans is None or spans.executions == 0:
         return (
-            math.nan,
-            math.nan,
+            None,
+            None,
             None,
             (
                 "async done: no start-to-done span in the trace, measured time is only the exposed "
@@ -88,7 +90,7 @@ def async_efficiency(
         "measured = exposed wait"
     )
     if spans.total_s <= 0 or per_execution_s <= 0:
-        return math.nan, spans.total_s, spans.executions, note
+        return None, spans.total_s, spans.executions, note
     return per_execution_s * spans.executions / spans.total_s, spans.total_s, spans.executions, note
 
 
@@ -106,19 +108,15 @@ def spans_of_done(
     return found
 
 
-def span_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
+def span_rows(profile: Profile, ops: Sequence[OpRecord]) -> np.ndarray:
     """For each row of ``profile.async_ops`` (one transfer's start-to-done span), the position
-    in ``per_op`` of the ``-done`` it belongs to (``-1`` where none): a span named after the
+    in ``ops`` of the ``-done`` it belongs to (``-1`` where none): a span named after the
     done, else after the ``-start`` a done waits on, as ``spans_of_done`` finds them."""
     spans = profile.async_ops
     if spans is None or not len(spans):
         return np.zeros(0, dtype=np.int64)
     dones = [
-        (row, key, str(name))
-        for row, (key, name, role) in enumerate(
-            zip(key_column(per_op["module_key"]), per_op["name"], per_op["async_role"], strict=True)
-        )
-        if role == "done"
+        (row, op.module_key or "", op.name) for row, op in enumerate(ops) if op.async_role == "done"
     ]
     row_of: dict[tuple[str, str], int] = {}
     for row, key, name in dones:  # a done's own name first, as spans_of_done looks it up
@@ -134,27 +132,21 @@ def span_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
     return np.asarray(found, dtype=np.int64)
 
 
-def event_rows(profile: Profile, per_op: pd.DataFrame) -> np.ndarray:
-    """For each row of ``profile.ops`` (an op execution), the position of its op's row in
-    ``per_op`` (``-1`` where it has none): one join shared by steps, checks and the timeline."""
-    ops = profile.ops
-    row_of: dict[tuple[str, str | None], int] = {}
-    for row, key, name in zip(
-        range(len(per_op)), key_column(per_op["module_key"]), per_op["name"], strict=True
-    ):
-        row_of.setdefault((key, _name(name)), row)
+def event_rows(profile: Profile, ops: Sequence[OpRecord]) -> np.ndarray:
+    """For each row of ``profile.ops`` (an op execution), the position of its op's record in
+    ``ops`` (``-1`` where it has none): one join shared by steps, checks and the timeline."""
+    row_of: dict[tuple[str, str], int] = {}
+    for row, op in enumerate(ops):
+        row_of.setdefault((op.module_key or "", op.name), row)
     # Per op of the events (``Profile.op_groups``: its groups tell modules apart too, each
-    # within one (module key, op name)), not per event.
+    # within one (module key, op name)), not per event; a name as ``ops.op_records`` keeps it.
     group_of, first_rows = profile.op_groups()
-    firsts = ops.iloc[first_rows]
+    firsts = profile.ops.iloc[first_rows]
     found = [
-        row_of.get((key, _name(name)), -1)
-        for key, name in zip(key_column(firsts["module_key"]), firsts["op_name"], strict=True)
+        row_of.get((key, str(name)), -1)
+        for key, name in zip(
+            key_column(firsts["module_key"]), firsts["op_name"].to_numpy(dtype=object), strict=True
+        )
     ]
     per_execution: np.ndarray = np.asarray(found, dtype=np.int64)[group_of]
     return per_execution
-
-
-def _name(value: object) -> str | None:
-    """An op name as a lookup key (a missing name matches a missing name, as a merge would)."""
-    return None if pd.isna(value) else str(value)

@@ -10,7 +10,7 @@ Everything is per device and then the step's busiest device:
 * ``ideal_s``: on each device, the larger of its synchronous ops' rooflines summed and its
   busiest link's async traffic (host-to-device, device-to-host and ICI transfers may overlap
   compute but not each other on one link); the step's is the largest over devices.  An op
-  measured faster than its roofline counts at its measured time (``Score.ops`` says why it beat
+  measured faster than its roofline counts at its measured time (its record says why it beat
   the model); where a device's ops overlap in time, the ideal is what each resource (compute,
   HBM, ICI, host link) must carry, summed over the ops, whichever is largest.  The ideal never
   exceeds ``measured_s``; where only a cap keeps it there, ``note`` says so.
@@ -30,7 +30,7 @@ Everything is per device and then the step's busiest device:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ import pandas as pd
 
 from profan.arrays import distinct
 from profan.chips import Chip
+from profan.roofline.record import OpRecord
 from profan.roofline.terms import BOUNDS
 from profan.roofline.timeline import _shares
 from profan.trace.join import spread_category
@@ -80,58 +81,58 @@ class _Executions:
 
 
 def _executions(
-    profile: Profile, per_op: pd.DataFrame, rows: np.ndarray, devices: pd.Series
+    profile: Profile, ops: Sequence[OpRecord], rows: np.ndarray, devices: pd.Series
 ) -> _Executions:
-    """``_Executions`` of the profile (``rows``: each execution's row in ``per_op``, see
+    """``_Executions`` of the profile (``rows``: each execution's position in ``ops``, see
     ``spans.event_rows``; ``devices``: ``spans.device_keys`` of its ops)."""
-    ops = profile.ops
-    in_step = ops["step"].notna().to_numpy()  # executions outside every step are left out
+    events = profile.ops
+    in_step = events["step"].notna().to_numpy()  # executions outside every step are left out
     # (where every execution is in a step, the columns are views, not copies: half a million
     # rows of each are most of what scoring holds)
     take: slice | np.ndarray = slice(None) if in_step.all() else in_step
     rows = rows[take]
-    occurrences = per_op["occurrences"].where(per_op["occurrences"] > 0, 1).to_numpy(dtype=float)
-    # each execution's op row, or one past the last (where a per-op value gets its fill)
-    slot = np.where(rows >= 0, rows, len(per_op))
+    occurrences = np.array([max(op.occurrences, 1) for op in ops], dtype=float)
+    # each execution's op, or one past the last (where a per-op value gets its fill)
+    slot = np.where(rows >= 0, rows, len(ops))
 
-    def per_execution(values: pd.Series, fill: float = 0.0) -> np.ndarray:
-        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float) / occurrences
+    def per_execution(values: list[float | None], fill: float = 0.0) -> np.ndarray:
+        """An op's total (None: unknown, NaN) per execution, on each of its executions."""
+        numbers = np.array(values, dtype=float) / occurrences
         return np.append(numbers, fill)[slot]
 
-    def per_execution_label(values: pd.Series, fill: str | None) -> pd.Categorical:
-        """An op's label on each of its executions (``fill`` where it has no op row), as a
+    def per_execution_label(labels: list[str], fill: str | None) -> pd.Categorical:
+        """An op's label on each of its executions (``fill`` where it has no op record), as a
         categorical: the labels are few, the executions many."""
-        labels = np.append(values.astype(object).to_numpy(), np.array([fill], dtype=object))
-        return spread_category(labels, slot)
+        return spread_category(np.array([*labels, fill], dtype=object), slot)
 
-    start = ops["start_s"].to_numpy()[take]
-    duration = ops["duration_s"].to_numpy()[take]
-    is_async = np.append(per_op["async_role"].notna().to_numpy(dtype=bool), False)[slot]
-    roofline = per_execution(per_op["roofline_s"])
+    start = events["start_s"].to_numpy()[take]
+    duration = events["duration_s"].to_numpy()[take]
+    is_async = np.array([op.async_role is not None for op in ops] + [False], dtype=bool)[slot]
+    roofline = per_execution([op.roofline_s for op in ops])
     columns = {
         "start_s": start,
         "duration_s": duration,
         "_roofline": roofline,
-        "_flops": per_execution(per_op["flops"], np.nan),
+        "_flops": per_execution([op.flops for op in ops], np.nan),
         "_async": is_async,
-        # An op measured faster than its roofline (the model over-counts it; Score.ops says
+        # An op measured faster than its roofline (the model over-counts it; its record says
         # why) counts at its measured time: the step's ideal must stay a lower bound.
         "_ideal": np.where(is_async, roofline, np.minimum(roofline, duration)),
         "_faster": ~is_async & (roofline > duration * (1 + _TOLERANCE)),
     }
 
     def term(name: str) -> np.ndarray:
-        values = per_execution(per_op[name])
+        values = per_execution([getattr(op, name) for op in ops])
         return np.where(is_async, values, np.minimum(values, duration))
 
-    if "trace_model_flops" in ops:
-        columns["trace_model_flops"] = ops["trace_model_flops"].to_numpy()[take]
+    if "trace_model_flops" in events:
+        columns["trace_model_flops"] = events["trace_model_flops"].to_numpy()[take]
     return _Executions(
-        step=ops["step"].to_numpy(dtype=np.int64, na_value=0)[take],
+        step=events["step"].to_numpy(dtype=np.int64, na_value=0)[take],
         device=devices.array[take],
         columns=columns,
-        bound=per_execution_label(per_op["bound_by"], "unknown"),
-        link=per_execution_label(per_op["link"], None) if is_async.any() else None,
+        bound=per_execution_label([op.bound_by for op in ops], "unknown"),
+        link=per_execution_label([op.link for op in ops], None) if is_async.any() else None,
         term=term,
     )
 
@@ -277,16 +278,17 @@ def _first_step_notes(profile: Profile, devices: pd.Series) -> list[str]:
 def step_rows(
     profile: Profile,
     chip: Chip,
-    per_op: pd.DataFrame,
+    ops: Sequence[OpRecord],
     rows: np.ndarray,
     devices: pd.Series,
 ) -> pd.DataFrame:
     """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound
-    (``devices``: ``spans.device_keys`` of the ops)."""
-    ops = profile.ops
-    if ops.empty or "step" not in ops or profile.steps is None or profile.steps.empty:
+    (``rows``: each execution's position in ``ops``; ``devices``: ``spans.device_keys`` of
+    the executions)."""
+    events = profile.ops
+    if events.empty or "step" not in events or profile.steps is None or profile.steps.empty:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    frame = _executions(profile, per_op, rows, devices)
+    frame = _executions(profile, ops, rows, devices)
     # Sums per step (pandas' grouped sums: compensated, in row order) over one grouping.
     per_step_sums = pd.DataFrame(
         {

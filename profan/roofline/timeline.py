@@ -10,11 +10,14 @@ devices that ran ops.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+from profan.roofline.record import OpRecord
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
@@ -57,21 +60,21 @@ def _shares(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, float]:
 
 def time_breakdown(
     profile: Profile,
-    per_op: pd.DataFrame,
+    ops: Sequence[OpRecord],
     rows: np.ndarray,
     device_of: pd.Series,
 ) -> TimeBreakdown:
-    """The busy span of each device split by category and bound (``Score.ops`` gives each op's
-    category and bound; ``rows``: each execution's row in it), averaged over the devices that
-    ran ops (``device_of``: ``spans.device_keys`` of the ops)."""
-    ops = profile.ops
-    if ops.empty:
+    """The busy span of each device split by category and bound (each op's record gives its
+    category and bound; ``rows``: each execution's position in ``ops``), averaged over the
+    devices that ran ops (``device_of``: ``spans.device_keys`` of the ops)."""
+    events = profile.ops
+    if events.empty:
         return TimeBreakdown()
-    starts = ops["start_s"].to_numpy(dtype=float)
-    ends = starts + ops["duration_s"].to_numpy(dtype=float)
+    starts = events["start_s"].to_numpy(dtype=float)
+    ends = starts + events["duration_s"].to_numpy(dtype=float)
     devices = device_of.cat.codes.to_numpy()
-    # each op row's share of its device's time (per_op row -1: executions without an op row)
-    per_row = np.zeros(len(per_op) + 1)
+    # each op's share of its device's time (position -1: executions without an op record)
+    per_row = np.zeros(len(ops) + 1)
     result = TimeBreakdown()
     order = np.argsort(devices, kind="stable")
     bounds = np.flatnonzero(np.diff(devices[order])) + 1
@@ -81,12 +84,11 @@ def time_breakdown(
         result.busy_span_s += float(ends[members].max() - starts[members].min())
         result.idle_s += idle
         result.devices += 1
-    for column, fallback, totals in (
-        ("category", "unmatched", result.by_category_s),
-        ("bound_by", "unknown", result.by_bound_s),
+    for labels, fallback, totals in (
+        ([op.category for op in ops], "unmatched", result.by_category_s),
+        ([op.bound_by for op in ops], "unknown", result.by_bound_s),
     ):
-        names = [fallback, *(str(v) for v in per_op[column].astype(object))]
-        for name, value in zip(names, per_row, strict=True):
+        for name, value in zip([fallback, *labels], per_row, strict=True):
             if value:
                 totals[name] = totals.get(name, 0.0) + float(value)
     count = result.devices

@@ -1,13 +1,13 @@
 """From a scored profile to a ``Report``: one entry per op, the summary, the rules' findings.
 
-The per-op facts come from ``Score.ops`` (scope, op path, source, program position, result
-shape, collective group and axes); sharding's analysis adds each matmul's global shapes and
-splits.  The only HLO this module touches is what it hands the rules (``rules.OpContext``).
+The per-op figures and facts come from the scored ops' records (``Score.ops``: cost, roofline
+terms, scope, op path, source, program position, result shape, collective group and axes);
+sharding's analysis adds each matmul's global shapes and splits.  The only HLO this module
+touches is what it hands the rules (``rules.OpContext``).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +27,7 @@ from profan.report.model import Device, OpEntry, Report, Scalar
 from profan.report.rules import catalogue as rules
 from profan.report.rules.config import RuleConfig
 from profan.report.rules.savings import ranked
-from profan.roofline import Score
+from profan.roofline import CollectiveFacts, OpRecord, Score
 from profan.sharding import ShardingReport
 from profan.trace.profile import DeviceInfo, Profile
 
@@ -42,35 +42,6 @@ class Analysis:
     profile: Profile
     score: Score
     shardings: dict[str, ShardingReport] = field(default_factory=dict)  # by module key
-
-
-def _number(value: Any, default: float = 0.0) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return number if math.isfinite(number) else default
-
-
-def _optional(value: Any) -> float | None:
-    number = _number(value, math.nan)
-    return number if math.isfinite(number) else None
-
-
-def _optional_int(value: Any) -> int | None:
-    number = _optional(value)
-    return None if number is None else int(number)
-
-
-def _spaces(value: Any) -> dict[str, float] | None:
-    """An op's bytes per memory space (the scorer's dict), or None."""
-    if not isinstance(value, dict):
-        return None
-    return {str(space): _number(moved) for space, moved in value.items()}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def chip_dict(chip: Chip) -> dict[str, Any]:
@@ -106,16 +77,16 @@ def _device(device: DeviceInfo) -> Device:
     )
 
 
-def _collective(value: Any) -> dict[str, Any] | None:
-    """The JSON form of the scorer's collective facts (schema 1's field names)."""
-    if not isinstance(value, dict):
+def _collective(facts: CollectiveFacts | None) -> dict[str, Any] | None:
+    """The JSON form of a collective's facts (schema 1's field names)."""
+    if facts is None:
         return None
     return {
-        "kind": value.get("kind"),
-        "group_size": value.get("group_size"),
-        "groups": value.get("num_groups"),
-        "bytes": value.get("output_bytes"),
-        "axes": value.get("axes"),
+        "kind": facts.kind,
+        "group_size": facts.group_size,
+        "groups": facts.num_groups,
+        "bytes": facts.output_bytes,
+        "axes": list(facts.axes) if facts.axes else None,
     }
 
 
@@ -125,24 +96,47 @@ def _global_shape(sharding: ShardingReport | None, name: str) -> list[str]:
     return [shape] if shape else []
 
 
+# The record's fields an entry has in the same form, copied as they are (a new per-op figure
+# is a field of both: nothing here changes); the entry's other fields are set below.
+_SAME = tuple(
+    name
+    for name in sorted(set(OpEntry.__dataclass_fields__) & set(OpRecord.__dataclass_fields__))
+    if name not in {"opcode", "flops", "scope", "collective", "faster_executions"}
+)
+
+
+def _entry(record: OpRecord, **others: Any) -> OpEntry:
+    """The report's entry of a scored op: the record's figures, and ``others``."""
+    same = {name: getattr(record, name) for name in _SAME}
+    return OpEntry(
+        **same,
+        opcode=record.opcode or "unknown",
+        flops=record.flops if record.flops is not None else 0.0,  # (flops_source: unknown)
+        scope=record.scope or record.op_path,
+        collective=_collective(record.collective),
+        faster_executions=record.faster_executions or None,
+        **others,
+    )
+
+
 def _entries(
     analysis: Analysis, exposed: dict[tuple[str, str, str], float]
 ) -> list[tuple[OpEntry, str]]:
-    """One entry per row of ``Score.ops`` with its module key, keyed in program order,
+    """One entry per scored op (``Score.ops``) with its module key, keyed in program order,
     heaviest first."""
-    records = analysis.score.ops.to_dict("records")
+    records = analysis.score.ops
 
     def program_order(index: int) -> tuple[int, int]:
-        position = _optional_int(records[index].get("position"))
+        position = records[index].position
         return (_NO_POSITION if position is None else position, index)
 
     order = sorted(range(len(records)), key=program_order)
     stable_keys = keys.assign_keys(
         (
-            str(records[i]["module"]),
-            _text(records[i].get("op_path")),
-            str(records[i].get("opcode") or "unknown"),
-            str(records[i]["name"]),
+            records[i].module,
+            records[i].op_path,
+            records[i].opcode or "unknown",
+            records[i].name,
         )
         for i in order
     )
@@ -152,55 +146,23 @@ def _entries(
     gpu = analysis.profile.kernels is not None
     entries = []
     for index, record in enumerate(records):
-        module_key = str(record.get("module_key") or "")
+        module_key, name = record.module_key or "", record.name
         if module_key not in matmul_tables:
             matmul_tables[module_key] = matmuls_by_name(analysis.shardings.get(module_key))
-        name = str(record["name"])
         matmul = matmul_tables[module_key].get(name)
         sharding = analysis.shardings.get(module_key)
-        efficiency = _optional(record.get("efficiency"))
-        entry = OpEntry(
+        entry = _entry(
+            record,
             key=key_of[index],
-            module=str(record["module"]),
-            name=name,
-            opcode=str(record.get("opcode") or "unknown"),
-            category=str(record.get("category") or "other"),
-            occurrences=int(_number(record.get("occurrences"))),
-            measured_s=_number(record.get("measured_s")),
-            flops=_number(record.get("flops")),
-            hbm_bytes=_number(record.get("hbm_bytes")),
-            ici_bytes=_number(record.get("ici_bytes")),
-            t_compute_s=_number(record.get("t_compute_s")),
-            t_hbm_s=_number(record.get("t_hbm_s")),
-            t_ici_s=_number(record.get("t_ici_s")),
-            roofline_s=_number(record.get("roofline_s")),
-            bound_by=str(record.get("bound_by") or "unknown"),
-            efficiency=efficiency,
-            scope=_text(record.get("scope")) or _text(record.get("op_path")),
-            collective=_collective(record.get("collective")),
             global_shapes=(
                 matmul_global_shapes(matmul)
                 if matmul is not None
                 else _global_shape(sharding, name)
             ),
             splits=matmul_splits(matmul) if matmul is not None else None,
-            shape=_text(record.get("shape")),
-            source=_text(record.get("source")),
-            exposed_s=exposed.get((str(record["module"]), module_key, name)),
-            async_span_s=_optional(record.get("async_span_s")),
-            async_span_n=_optional_int(record.get("async_span_n")),
-            exposed_wait_s=_optional(record.get("exposed_wait_s")),
-            flops_source=_text(record.get("flops_source")),
-            bytes_source=_text(record.get("bytes_source")),
-            peak=_text(record.get("peak")),
-            t_transcendental_s=_number(record.get("t_transcendental_s")),
-            trace_flops=_optional(record.get("trace_flops")),
-            trace_bytes=_optional(record.get("trace_bytes")),
-            bytes_by_space=_spaces(record.get("bytes_by_space")),
-            faster_executions=_optional_int(record.get("faster_executions")) or None,
-            note=_text(record.get("note")),
-            program=module_key or None,
-            kernels=kernels_of.get((str(record["module"]), module_key, name), []) if gpu else None,
+            exposed_s=exposed.get((record.module, module_key, name)),
+            program=record.module_key,
+            kernels=kernels_of.get((record.module, module_key, name), []) if gpu else None,
         )
         entries.append((entry, module_key))
     _label(entries)

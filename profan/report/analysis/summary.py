@@ -7,6 +7,7 @@ name says otherwise; SCHEMA.md documents each figure.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from profan.report.analysis import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
-from profan.roofline import BOUNDS
+from profan.roofline import BOUNDS, OpRecord
 from profan.trace.profile import OP_IDENTITY, row_groups
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
@@ -60,24 +61,27 @@ class OpCategories:
 
     of_row: np.ndarray
     identities: pd.DataFrame
-    categories: np.ndarray  # object: the score's category, ``unmatched`` where it has no row
+    categories: np.ndarray  # object: its record's category, ``unmatched`` where it has none
 
 
 def op_categories(
     ops: pd.DataFrame,
-    score_ops: pd.DataFrame,
+    scored: Sequence[OpRecord],
     groups: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> OpCategories:
-    """The ops of a profile's op table with their categories from the score's per-op rows
+    """The ops of a profile's op table with their categories from the scored ops' records
     (``groups``: as ``op_groups`` takes them)."""
-    lookup = op_identity(score_ops, "name").assign(category=score_ops["category"].to_numpy())
+    category_of: dict[tuple[str, str, str], str] = {}
+    for op in scored:  # the first record of an identity, as a merge keeps it
+        category_of.setdefault((op.module, op.module_key or "", op.name), op.category)
     group_of, identities = op_groups(ops, groups)
-    per_op = identities.merge(
-        lookup.drop_duplicates(["module", "program", "name"]),
-        on=["module", "program", "name"],
-        how="left",
-    )["category"].fillna("unmatched")
-    return OpCategories(group_of, identities, per_op.to_numpy(dtype=object))
+    categories = [
+        category_of.get(identity, "unmatched")
+        for identity in zip(
+            identities["module"], identities["program"], identities["name"], strict=True
+        )
+    ]
+    return OpCategories(group_of, identities, np.array(categories, dtype=object))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +108,15 @@ class Overlap:
 
 def overlap(
     ops: pd.DataFrame,
-    score_ops: pd.DataFrame,
+    scored: Sequence[OpRecord],
     op_rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Overlap:
     """Collective and host time not hidden behind compute on the same device, and the longest
-    idle gaps (each event's category is its op's in ``score_ops``; ``op_rows``: as
+    idle gaps (each event's category is its op's record's in ``scored``; ``op_rows``: as
     ``op_groups`` takes them)."""
     if len(ops) == 0:
         return Overlap({}, 0.0, 0.0, [])
-    groups = op_categories(ops, score_ops, op_rows)
+    groups = op_categories(ops, scored, op_rows)
     start = ops["start_s"].to_numpy(dtype=float)
     end = start + ops["duration_s"].to_numpy(dtype=float)
     device = ops["device"].fillna(-1).to_numpy(dtype=np.int64)
