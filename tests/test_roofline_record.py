@@ -1,5 +1,6 @@
 """``OpRecord`` (what scoring says of an op) and the report's ``OpEntry`` made from it: the
-fields of the same name are one figure, of one type, copied as they are."""
+fields of the same name are one figure, of one type, copied as they are.  ``StepRecord``: a
+step's figures, in the order of the JSON report's ``steps``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from profan.report.analysis import build
 from profan.report.analysis.pipeline import analyse
 from profan.report.model import OpEntry
-from profan.roofline import OpRecord
+from profan.roofline import BOUNDS, OpRecord, StepRecord
 from tests.conftest import FIXTURES_DIR
 
 # Fields of both whose form differs (the JSON's since schema 1): set by build._entry.
@@ -64,3 +65,23 @@ def test_an_entry_is_its_record(transformer: build.Analysis) -> None:
     # the JSON of an entry is its fields in OpEntry's order
     data = json.loads(json.dumps(report.to_dict()))
     assert list(data["ops"][0]) == [f.name for f in dataclasses.fields(OpEntry)]
+
+
+def test_a_steps_figures_are_the_reports_step_columns_in_order(
+    transformer: build.Analysis,
+) -> None:
+    names = [f.name for f in dataclasses.fields(StepRecord)]
+    every = (*BOUNDS, "unknown")
+    assert names == [
+        "step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops",
+        *(f"share_{bound}" for bound in every), *(f"time_{bound}_s" for bound in every),
+        "idle_s", "window_s", "devices", "note",
+    ]  # fmt: skip
+    steps = transformer.score.steps
+    assert steps and all(type(s.step) is int and type(s.devices) is int for s in steps)
+    assert all(type(s.idle_s) is float and type(s.time_unknown_s) is float for s in steps)
+    # the report's steps: the trace's step window, then the scorer's figures in their order
+    report = build.build_report(transformer)
+    window = ["step", "start_s", "end_s", "measured_s", "window_s"]
+    scored = [name for name in names if name not in window]
+    assert [list(step) for step in report.steps] == [window + scored] * len(steps)

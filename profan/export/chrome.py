@@ -311,12 +311,12 @@ def _steps(writer: _Writer, export: Exportable) -> None:
     """One slice per step on the ``Steps`` thread of every device: the span of the device's
     own executions in the step, with the step's figures (over all devices) as args."""
     profile = export.analysis.profile
-    scored = {int(row["step"]): row for row in export.analysis.score.steps.to_dict("records")}
+    scored = {step.step: step for step in export.analysis.score.steps}
     texts = {}
     for number, found in scored.items():
         args: dict[str, float] = {"step": number}
         for name in ("measured_s", "ideal_s", "efficiency", "mfu"):
-            value = found.get(name)
+            value = getattr(found, name)
             if isinstance(value, int | float) and math.isfinite(value):
                 args[f"profan_step_{name}"] = float(value)
         texts[number] = json.dumps(args)[1:-1]

@@ -15,7 +15,7 @@ from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
 from profan.roofline.ops import op_records
-from profan.roofline.record import OpRecord
+from profan.roofline.record import OpRecord, StepRecord
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import device_keys, event_rows
 from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
@@ -77,7 +77,7 @@ class Score:
     its steps."""
 
     ops: list[OpRecord]
-    steps: pd.DataFrame
+    steps: list[StepRecord]
     chip: Chip
     summary: Summary
     notes: list[str] = field(default_factory=list)
@@ -97,7 +97,7 @@ def _summary(
     profile: Profile,
     chip: Chip,
     ops: list[OpRecord],
-    steps: pd.DataFrame,
+    steps: list[StepRecord],
     breakdown: TimeBreakdown,
 ) -> Summary:
     # Async transfers overlap other work (their measured time is only the exposed wait), so the
@@ -135,11 +135,11 @@ def _summary(
         time_by_category_s=breakdown.by_category_s,
         time_by_bound_s=breakdown.by_bound_s,
     )
-    if not steps.empty:
+    if steps:  # (pandas' means: a step without an MFU is left out)
         summary.steps = len(steps)
-        summary.step_measured_s = float(steps["measured_s"].mean())
-        summary.step_ideal_s = float(steps["ideal_s"].mean())
-        summary.mfu = float(steps["mfu"].mean())
+        summary.step_measured_s = float(pd.Series([s.measured_s for s in steps]).mean())
+        summary.step_ideal_s = float(pd.Series([s.ideal_s for s in steps]).mean())
+        summary.mfu = float(pd.Series([s.mfu for s in steps], dtype=float).mean())
     return summary
 
 

@@ -32,14 +32,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from profan.arrays import distinct
 from profan.chips import Chip
-from profan.roofline.record import OpRecord
+from profan.roofline.record import OpRecord, StepRecord
 from profan.roofline.terms import BOUNDS
 from profan.roofline.timeline import _shares
 from profan.trace.join import spread_category
@@ -52,12 +52,6 @@ if TYPE_CHECKING:
 # MFU is measured against the chip's dense peak for this dtype (the figure vendors quote).
 MFU_PEAK_DTYPE = "bf16"
 
-STEP_COLUMNS = [
-    "step", "measured_s", "ideal_s", "efficiency", "mfu", "model_flops",
-    *(f"share_{bound}" for bound in (*BOUNDS, "unknown")),
-    *(f"time_{bound}_s" for bound in (*BOUNDS, "unknown")), "idle_s",
-    "window_s", "devices", "note",
-]  # fmt: skip
 TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s")
 _TOLERANCE = 1e-9  # relative: float sums of equal times
 
@@ -281,13 +275,13 @@ def step_rows(
     ops: Sequence[OpRecord],
     rows: np.ndarray,
     devices: pd.Series,
-) -> pd.DataFrame:
-    """One row per step: measured time, ideal time, efficiency, MFU and time shares per bound
+) -> list[StepRecord]:
+    """One record per step: measured time, ideal time, efficiency, MFU and time shares per bound
     (``rows``: each execution's position in ``ops``; ``devices``: ``spans.device_keys`` of
     the executions)."""
     events = profile.ops
     if events.empty or "step" not in events or profile.steps is None or profile.steps.empty:
-        return pd.DataFrame(columns=STEP_COLUMNS)
+        return []
     frame = _executions(profile, ops, rows, devices)
     # Sums per step (pandas' grouped sums: compensated, in row order) over one grouping.
     per_step_sums = pd.DataFrame(
@@ -319,7 +313,7 @@ def step_rows(
     model_flops = model_flops.to_dict()
     bound_time = {bound: by_bound[bound] for bound in BOUNDS if bound in by_bound}
     first_notes = _first_step_notes(profile, devices)
-    records: list[dict[str, Any]] = []
+    records: list[StepRecord] = []
     for step_row in profile.steps.itertuples(index=False):
         step = step_row.step
         if step not in ideal_of:
@@ -346,32 +340,36 @@ def step_rows(
             )
             ideal = measured
         total = float(op_time.get(step, 0.0)) or 1.0
-        shares = {
-            f"share_{b}": float(bound_time[b][step]) / total if b in bound_time else 0.0
-            for b in BOUNDS
-        }
-        shares["share_unknown"] = max(0.0, 1.0 - sum(shares.values()))
+        shares = {b: float(bound_time[b][step]) / total if b in bound_time else 0.0 for b in BOUNDS}
         busy = busy_by_bound.get(step, {})
-        times = {f"time_{b}_s": busy.get(b, 0.0) for b in BOUNDS}
-        times["time_unknown_s"] = sum(v for b, v in busy.items() if b not in BOUNDS)
-        times["idle_s"] = max(measured - sum(times.values()), 0.0)
+        times = {b: float(busy.get(b, 0.0)) for b in BOUNDS}
+        times["unknown"] = float(sum(v for b, v in busy.items() if b not in BOUNDS))
         devices = max(int(devices_of[step]), 1)
         step_model = float(model_flops.get(step, 0.0))
         records.append(
-            {
-                "step": step,
-                "measured_s": measured,
-                "ideal_s": ideal,
-                "efficiency": ideal / measured if measured > 0 else math.nan,
-                "mfu": step_model / (peak * measured * devices) if measured > 0 else math.nan,
-                "model_flops": step_model,
-                **shares,
-                **times,
-                "window_s": window,
-                "devices": devices,
-                "note": "; ".join(notes) or None,
-            }
+            StepRecord(
+                step=int(step),
+                measured_s=measured,
+                ideal_s=ideal,
+                efficiency=ideal / measured if measured > 0 else None,
+                mfu=step_model / (peak * measured * devices) if measured > 0 else None,
+                model_flops=step_model,
+                share_compute=shares["compute"],
+                share_hbm=shares["hbm"],
+                share_ici=shares["ici"],
+                share_host=shares["host"],
+                share_transcendental=shares["transcendental"],
+                share_unknown=max(0.0, 1.0 - sum(shares.values())),
+                time_compute_s=times["compute"],
+                time_hbm_s=times["hbm"],
+                time_ici_s=times["ici"],
+                time_host_s=times["host"],
+                time_transcendental_s=times["transcendental"],
+                time_unknown_s=times["unknown"],
+                idle_s=float(max(measured - sum(times.values()), 0.0)),
+                window_s=window,
+                devices=devices,
+                note="; ".join(notes) or None,
+            )
         )
-    frame = pd.DataFrame(records, columns=STEP_COLUMNS)
-    frame["note"] = pd.Series([row["note"] for row in records], index=frame.index, dtype=object)
-    return frame
+    return records

@@ -6,6 +6,7 @@ name says otherwise; SCHEMA.md documents each figure.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,8 +17,10 @@ import pandas as pd
 
 from profan.report.analysis import timeline
 from profan.report.model import IdleGap, OpEntry, Scalar, Summary
-from profan.roofline import BOUNDS, OpRecord
+from profan.roofline import BOUNDS, OpRecord, StepRecord
 from profan.trace.profile import OP_IDENTITY, row_groups
+
+STEP_FIELDS = tuple(f.name for f in dataclasses.fields(StepRecord))  # in the JSON's order
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
 # conditional, call) is left out because its event encloses the ops it runs.
@@ -182,9 +185,9 @@ def _number(value: Any, default: float = 0.0) -> float:
     return number if math.isfinite(number) else default
 
 
-def steps(profile_steps: pd.DataFrame | None, score_steps: pd.DataFrame | None) -> list[dict]:
+def steps(profile_steps: pd.DataFrame | None, score_steps: Sequence[StepRecord]) -> list[dict]:
     """One row per step: start/end and the trace's window (``window_s``) from the profile, then
-    the scorer's per-step columns; ``measured_s`` is the scorer's (what its ideal is compared
+    the scorer's per-step figures; ``measured_s`` is the scorer's (what its ideal is compared
     with: the step's own ops' span, never less than the window), else the window."""
     rows: dict[int, dict[str, Any]] = {}
     if profile_steps is not None and len(profile_steps):
@@ -198,17 +201,12 @@ def steps(profile_steps: pd.DataFrame | None, score_steps: pd.DataFrame | None) 
                 "measured_s": window,
                 "window_s": window,
             }
-    if score_steps is not None and len(score_steps):
-        for record in score_steps.to_dict("records"):
-            try:
-                step = int(record["step"])
-            except (TypeError, ValueError):
+    for record in score_steps:
+        row = rows.setdefault(record.step, {"step": record.step})
+        for name in STEP_FIELDS:
+            if name == "step" or (name == "window_s" and "window_s" in row):
                 continue
-            row = rows.setdefault(step, {"step": step})
-            for name, value in record.items():
-                if name == "step" or (name == "window_s" and "window_s" in row):
-                    continue
-                row[name] = value
+            row[name] = getattr(record, name)
     return [rows[k] for k in sorted(rows)]
 
 
