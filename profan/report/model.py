@@ -26,7 +26,9 @@ Scalar = int | float | str | bool
 
 @dataclass(slots=True)
 class OpEntry:
-    """One HLO op of one module, aggregated over its executions (one row of ``Score.ops``)."""
+    """One HLO op of one module, aggregated over its executions: its ``roofline.OpRecord``'s
+    figures (a field of the same name is the record's, as it is:
+    ``profan.report.analysis.build``) and what the report adds."""
 
     key: str  # stable identity across recompiles (see profan.report.keys)
     module: str

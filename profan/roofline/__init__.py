@@ -8,17 +8,17 @@ max(...)``, ``bound_by`` = the largest term, ``efficiency = roofline / measured`
 Async pairs are scored on their ``-done`` over the transfer's start-to-done spans (``spans``).
 Per step (``steps``): the ideal step on the busiest device against the measured step, and MFU.
 ``score(profile, chip, *, shardings)`` scores a loaded trace (``score``, ``ops``, ``facts``): one
-``OpRecord`` per op and one ``StepRecord`` per step (``record``), and a ``Summary``;
+``OpRecord`` per op (``ops``), one ``StepRecord`` per step (``steps``) and a ``Summary``;
 ``score_module(module, chip)`` is the same arithmetic on a bare HLO module (``module``).
 """
 
 from profan.roofline.facts import CollectiveFacts
 from profan.roofline.interconnect import CollectiveTime, collective_time, latency_floor_s
 from profan.roofline.module import MODULE_COLUMNS, score_module
-from profan.roofline.record import OpRecord, StepRecord
+from profan.roofline.ops import OpRecord
 from profan.roofline.score import Score, Summary, resolve_chip, score
 from profan.roofline.spans import AsyncSpans, async_spans
-from profan.roofline.steps import MFU_PEAK_DTYPE
+from profan.roofline.steps import MFU_PEAK_DTYPE, StepRecord
 from profan.roofline.terms import BOUNDS, OpTimes, op_times
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profan.chips import Chip
-from profan.roofline.record import OpRecord
+from profan.roofline.ops import OpRecord
 from profan.roofline.spans import span_rows
 from profan.units import percent, seconds
 

@@ -1,5 +1,14 @@
-"""One ``OpRecord`` per (module, op) of a loaded profile: cost per execution, roofline terms,
-measured time, efficiency, and the facts the report shows (``profan.roofline.facts``).
+"""One ``OpRecord`` per (module, op) of a loaded profile, typed as its figures are: cost and
+roofline terms, measured time, efficiency, and the facts the report shows
+(``profan.roofline.facts``).
+
+A record's figures are totals over the op's executions (``occurrences``) unless a name says
+otherwise.  A figure the op lacks is ``None`` (an op without an instruction has no opcode, a
+synchronous op no async span), never a NaN; counts are ints.  ``profan.roofline.checks`` adds
+``note`` and ``faster_executions``.  The report's ``OpEntry`` takes every field of the same
+name as it is (``profan.report.analysis.build``; the few whose JSON form differs are set
+there): a new per-op figure is a field here and the lines that compute it, and the same field
+in ``OpEntry`` if the report should carry it.
 
 Every op's FLOPs and bytes carry their source (``flops_source``, ``bytes_source``).  The
 compiler's own per-op figures in the trace (``trace_flops``, ``trace_bytes``) are used only where
@@ -13,6 +22,7 @@ scored on the done (``profan.roofline.spans``); a start has no roofline time of 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -21,9 +31,8 @@ from profan.chips import Chip
 from profan.cost import OpCost
 from profan.cost.kernels import reconcile
 from profan.hlo.model import Instruction
-from profan.roofline.facts import OpFacts, axis_sizes, op_facts
+from profan.roofline.facts import CollectiveFacts, OpFacts, axis_sizes, op_facts
 from profan.roofline.megacore import Accounting
-from profan.roofline.record import OpRecord
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import async_efficiency, async_spans, key_column, spans_of_done
 from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
@@ -31,6 +40,57 @@ from profan.roofline.terms import async_start_times, op_times, row_ici_bytes
 if TYPE_CHECKING:
     from profan.sharding import ShardingReport
     from profan.trace.profile import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class OpRecord:
+    """One op of a profile against the roofline, over all its executions."""
+
+    module: str  # the module's name as the trace names it
+    name: str  # the HLO instruction's name (the trace's op name)
+    opcode: str | None  # None where the op has no instruction
+    category: str  # profan.attribute's category ("other" without an instruction)
+    occurrences: int  # executions, all devices
+    measured_s: float  # their measured time (an async done's: only its exposed wait)
+    flops: float | None  # None: unknown
+    hbm_bytes: float  # what the roofline charges to HBM
+    ici_bytes: float  # interconnect bytes (an async collective's on its done)
+    t_compute_s: float
+    t_hbm_s: float
+    t_ici_s: float
+    t_host_s: float
+    t_transcendental_s: float
+    roofline_s: float  # the ideal time: the largest term
+    bound_by: str  # profan.roofline.terms.BOUNDS, "none", "async-start" or "unknown"
+    # roofline over measured time (an async done's: over its start-to-done spans); None where
+    # either is zero or a done has no span
+    efficiency: float | None
+    source: str | None  # file:line (the trace's, else the HLO metadata's)
+    cost_source: str  # "profan", "trace" (a figure came from the trace) or "none" (no HLO)
+    flops_source: str  # profan.cost.kernels.SOURCES
+    bytes_source: str
+    peak: str | None  # the FLOP/s peak of the compute term: bf16, tf32, bf16/6, …
+    trace_flops: float | None  # the profiler's own figures, where the trace has them
+    trace_bytes: float | None
+    dtype: str | None  # element type of the math
+    async_role: str | None  # "start" | "done" for async pairs
+    link: str  # the link an async transfer occupies: its bound, with a host copy's direction
+    module_key: str | None  # key into Profile.modules; None where the module's HLO is missing
+    # async dones: the start-to-done spans of the trace's async line (their total, and count)
+    # and the measured wait; None for other ops, and for a done without spans
+    async_span_s: float | None
+    async_span_n: int | None
+    exposed_wait_s: float | None
+    scope: str | None  # named scope (op path without its primitive)
+    op_path: str | None  # metadata op_name
+    position: int | None  # index in program order (profan.roofline.facts)
+    shape: str | None  # result shape without layouts
+    collective: CollectiveFacts | None
+    derivation: str  # how the figures were derived, "; "-joined
+    bytes_by_space: dict[str, float]  # bytes per memory space: ``hbm`` first
+    # executions measured faster than the roofline, and why (profan.roofline.checks)
+    faster_executions: int
+    note: str | None
 
 
 def _present(value: Any) -> bool:

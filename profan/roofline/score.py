@@ -14,11 +14,10 @@ from profan.beside import Beside
 from profan.chips import Chip, chip_for_device, get_chip
 from profan.roofline.checks import explain_faster_executions
 from profan.roofline.megacore import trace_accounting
-from profan.roofline.ops import op_records
-from profan.roofline.record import OpRecord, StepRecord
+from profan.roofline.ops import OpRecord, op_records
 from profan.roofline.scoring import ModuleScoring
 from profan.roofline.spans import device_keys, event_rows
-from profan.roofline.steps import MFU_PEAK_DTYPE, step_rows
+from profan.roofline.steps import MFU_PEAK_DTYPE, StepRecord, step_rows
 from profan.roofline.timeline import TimeBreakdown, time_breakdown
 
 if TYPE_CHECKING:

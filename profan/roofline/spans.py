@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from profan.hlo.model import Instruction
-from profan.roofline.record import OpRecord
 from profan.trace.profile import row_groups
 from profan.units import seconds
 
 if TYPE_CHECKING:
+    from profan.roofline.ops import OpRecord  # (ops reads the spans: no import back at run time)
     from profan.trace.profile import Profile
 
 

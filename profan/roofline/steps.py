@@ -39,7 +39,7 @@ import pandas as pd
 
 from profan.arrays import distinct
 from profan.chips import Chip
-from profan.roofline.record import OpRecord, StepRecord
+from profan.roofline.ops import OpRecord
 from profan.roofline.terms import BOUNDS
 from profan.roofline.timeline import _shares
 from profan.trace.join import spread_category
@@ -54,6 +54,37 @@ MFU_PEAK_DTYPE = "bf16"
 
 TERMS = ("t_compute_s", "t_hbm_s", "t_ici_s", "t_host_s", "t_transcendental_s")
 _TOLERANCE = 1e-9  # relative: float sums of equal times
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step against the roofline (the module's docstring says how each figure is
+    measured).  The fields' order is the report's (JSON ``steps``)."""
+
+    step: int
+    measured_s: float  # the step's ops' span, never less than its window
+    ideal_s: float
+    efficiency: float | None  # ideal over measured (None: a step of 0 s)
+    mfu: float | None
+    model_flops: float  # over all the step's devices
+    # the share of the step's op time whose op each bound (profan.roofline.terms.BOUNDS) bounds
+    share_compute: float
+    share_hbm: float
+    share_ici: float
+    share_host: float
+    share_transcendental: float
+    share_unknown: float
+    # per device: the measured time split by the bound of the ops running, and idle
+    time_compute_s: float
+    time_hbm_s: float
+    time_ici_s: float
+    time_host_s: float
+    time_transcendental_s: float
+    time_unknown_s: float
+    idle_s: float
+    window_s: float  # the trace's step window
+    devices: int  # that ran ops in the step
+    note: str | None
 
 
 @dataclass(slots=True)

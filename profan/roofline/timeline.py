@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from profan.roofline.record import OpRecord
+from profan.roofline.ops import OpRecord
 
 if TYPE_CHECKING:
     from profan.trace.profile import Profile
