@@ -61,6 +61,37 @@ def test_chip_adds_a_roofline_table(fixtures_dir: Path, capsys: pytest.CaptureFi
     assert [row["flops"] for row in matmuls] == [2 * 256 * 512 * 1024]
 
 
+def test_json_roofline_rows_are_the_records(
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each ``--json`` roofline row is one ``ModuleOpRecord``: its fields as keys, in order,
+    with its figures (floats as pandas' JSON writer rounds them: 10 decimals), a missing
+    intensity null."""
+    import dataclasses
+
+    from profan.roofline import ModuleOpRecord, score_module
+    from profan.sharding import describe
+
+    path = _dump(fixtures_dir, "scan_layers")
+    assert main(["hlo", str(path), "--chip", "tpu-v5e", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["roofline"]
+    module = parse_file(path)
+    ops = score_module(module, "tpu-v5e", sharding=describe(module))
+    fields = [field.name for field in dataclasses.fields(ModuleOpRecord)]
+    assert len(rows) == len(ops) > 0
+    assert any(op.intensity is None for op in ops)
+    for row, op in zip(rows, ops, strict=True):
+        assert list(row) == fields
+        for name in fields:
+            value = getattr(op, name)
+            if isinstance(value, float):
+                assert row[name] == pytest.approx(value, abs=1e-10, rel=1e-9), name
+            elif isinstance(value, dict):
+                assert row[name] == pytest.approx(value), name
+            else:
+                assert row[name] == value, name
+
+
 def test_unparseable_input_exits_2_with_one_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,10 +134,10 @@ def test_chip_table_is_formatted_like_the_report(
         assert column in header.split()
     assert "e-0" not in out and "e+" not in out  # no raw floats
     module = parse_file(path)
-    frame = score_module(module, "tpu-v5e", sharding=describe(module)).head(6)
+    ops = score_module(module, "tpu-v5e", sharding=describe(module))[:6]
     body = table[table.index(header) + 2 :]
-    for record in frame.to_dict("records"):
-        name = record["name"]
+    for op in ops:
+        name = op.name
         # the name's row: its whole name, or (wrapped) its first piece up to a separator
         row = next(
             line
@@ -117,12 +148,12 @@ def test_chip_table_is_formatted_like_the_report(
                 or (line.split()[0][-1] in "._-/" and name.startswith(line.split()[0]))
             )
         )
-        assert seconds(record["roofline_s"]) in row
+        assert seconds(op.roofline_s) in row
         if width >= 100:
-            assert si(record["flops"]) in row
-        assert record["occurrences"] in (1, trips)
-    body_ops = frame[frame["computation"] != module.entry.name]
-    assert len(body_ops) and (body_ops["occurrences"] == trips).all()
+            assert si(op.flops) in row
+        assert op.occurrences in (1, trips)
+    body_ops = [op for op in ops if op.computation != module.entry.name]
+    assert len(body_ops) and all(op.occurrences == trips for op in body_ops)
 
 
 @pytest.mark.slow
@@ -145,11 +176,14 @@ def test_async_collectives_carry_their_bytes_where_their_time_is(corpus_dir: Pat
         if path.name not in accepted or not pattern.search(path.read_text()):
             continue
         try:
-            frame = score_module(parse_file(path), "tpu-v5e")
+            ops = score_module(parse_file(path), "tpu-v5e")
         except ProfanError:
             continue  # a module profan cannot read is the parser's concern (its own tests)
-        timed = frame[frame["t_ici_s"] > 0]
-        assert (timed["ici_bytes"] > 0).all(), (path.name, timed[["name", "ici_bytes"]])
-        dones = frame[frame["opcode"].str.endswith("-done") & (frame["category"] == "collective")]
+        timed = [op for op in ops if op.t_ici_s > 0]
+        assert all(op.ici_bytes > 0 for op in timed), (
+            path.name,
+            [(op.name, op.ici_bytes) for op in timed],
+        )
+        dones = [op for op in ops if op.opcode.endswith("-done") and op.category == "collective"]
         checked += len(dones)
     assert checked >= 100

@@ -64,9 +64,9 @@ def test_every_corpus_loop_body_runs_its_recorded_trip_count(corpus_dir: Path) -
             trips = _recorded_trip_count(instruction)
             counted += trips is not None
             for name, expected in ((body, trips or 1), (condition, (trips or 0) + 1)):
-                rows = table[table["computation"] == name]
-                assert set(rows["occurrences"]) <= {expected}, f"{path.name}: {name}"
-                assert set(rows["occurrences_exact"]) <= {trips is not None}, path.name
+                rows = [op for op in table if op.computation == name]
+                assert {op.occurrences for op in rows} <= {expected}, f"{path.name}: {name}"
+                assert {op.occurrences_exact for op in rows} <= {trips is not None}, path.name
     assert loops > 300 and counted > 20
 
 
@@ -79,5 +79,5 @@ def test_quoted_backend_config_trip_count_multiplies_the_body(corpus_dir: Path) 
     assert _recorded_trip_count(loop) == 25
     table = score_module(module, "h100")
     body = loop.attributes["body"].lstrip("%")
-    in_body = table[table["computation"] == body]
-    assert len(in_body) > 0 and set(in_body["occurrences"]) == {25}
+    in_body = [op for op in table if op.computation == body]
+    assert len(in_body) > 0 and {op.occurrences for op in in_body} == {25}

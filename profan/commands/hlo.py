@@ -24,9 +24,8 @@ from profan.hlo.opcodes import (
 )
 from profan.hlo.printer import type_text
 
-if TYPE_CHECKING:  # pandas, the roofline, the sharding and op profiles load only when used
-    import pandas as pd
-
+if TYPE_CHECKING:  # the roofline, the sharding and op profiles load only when used
+    from profan.roofline import ModuleOpRecord
     from profan.xprof import ProfiledProgram
 
 OP_PROFILE_SUFFIXES = (".json", ".json.gz")
@@ -101,7 +100,7 @@ def summarise(module: Module) -> dict[str, Any]:
     }
 
 
-def roofline_table(module: Module, chip: str) -> pd.DataFrame:
+def roofline_table(module: Module, chip: str) -> list[ModuleOpRecord]:
     """Compile-time roofline of every op (``profan.roofline.score_module``)."""
     from profan.roofline import score_module
     from profan.sharding import describe
@@ -129,7 +128,7 @@ def _print_text(summary: dict[str, Any]) -> None:
             print(f"  {c['opcode']:26s} {c['name']:32s} {c['shape']:28s} {groups}{extra}")
 
 
-def _print_table(table: pd.DataFrame, chip: str, top: int) -> None:
+def _print_table(table: list[ModuleOpRecord], chip: str, top: int) -> None:
     from profan.report.render import module_table
     from profan.report.render.layout import Style, terminal_width, use_colour
 
@@ -175,8 +174,9 @@ def _run_op_profile(args: argparse.Namespace) -> int:
             entry: dict[str, Any] = {"program": program.name, "program_id": program.program_id}
             entry.update(summarise(module))
             if args.chip:
-                table = roofline_table(module, args.chip)
-                entry["roofline"] = json.loads(table.to_json(orient="records"))
+                from profan.report.render.module_table import json_rows
+
+                entry["roofline"] = json_rows(roofline_table(module, args.chip))
             measured = _measured(program)
             if measured:
                 entry["measured"] = measured
@@ -205,7 +205,9 @@ def run(args: argparse.Namespace) -> int:
     table = roofline_table(module, args.chip) if args.chip else None
     if args.json:
         if table is not None:
-            summary["roofline"] = json.loads(table.to_json(orient="records"))
+            from profan.report.render.module_table import json_rows
+
+            summary["roofline"] = json_rows(table)
         json.dump(summary, sys.stdout, indent=1)
         print()
         return 0

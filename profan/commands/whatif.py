@@ -12,9 +12,8 @@ from profan.errors import ConfigError
 from profan.outputs import write_stdout
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from profan.report.model import Report
+    from profan.roofline import ModuleOpRecord
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def recompiled_roofline(path: str, source: Report) -> pd.DataFrame:
+def recompiled_roofline(path: str, source: Report) -> list[ModuleOpRecord]:
     """The compile-time roofline (``score_module``) of the recompiled program's module in
     ``path`` that has the name of the profile's busiest module (else the largest)."""
     from pathlib import Path

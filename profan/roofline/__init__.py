@@ -9,12 +9,13 @@ Async pairs are scored on their ``-done`` over the transfer's start-to-done span
 Per step (``steps``): the ideal step on the busiest device against the measured step, and MFU.
 ``score(profile, chip, *, shardings)`` scores a loaded trace (``score``, ``ops``, ``facts``): one
 ``OpRecord`` per op (``ops``), one ``StepRecord`` per step (``steps``) and a ``Summary``;
-``score_module(module, chip)`` is the same arithmetic on a bare HLO module (``module``).
+``score_module(module, chip)`` is the same arithmetic on a bare HLO module (``module``): one
+``ModuleOpRecord`` per op it runs.
 """
 
 from profan.roofline.facts import CollectiveFacts
 from profan.roofline.interconnect import CollectiveTime, collective_time, latency_floor_s
-from profan.roofline.module import MODULE_COLUMNS, score_module
+from profan.roofline.module import ModuleOpRecord, score_module
 from profan.roofline.ops import OpRecord
 from profan.roofline.score import Score, Summary, resolve_chip, score
 from profan.roofline.spans import AsyncSpans, async_spans
@@ -24,10 +25,10 @@ from profan.roofline.terms import BOUNDS, OpTimes, op_times
 __all__ = [
     "BOUNDS",
     "MFU_PEAK_DTYPE",
-    "MODULE_COLUMNS",
     "AsyncSpans",
     "CollectiveFacts",
     "CollectiveTime",
+    "ModuleOpRecord",
     "OpRecord",
     "OpTimes",
     "Score",

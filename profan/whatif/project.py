@@ -12,9 +12,8 @@ from profan.whatif.arithmetic import Terms, project_execution, project_step, sca
 from profan.whatif.carry import CarryOver, carry_over
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from profan.report.model import OpEntry, Report
+    from profan.roofline import ModuleOpRecord
 
 
 @dataclass(slots=True)
@@ -221,19 +220,19 @@ def _size(flops: float, hbm: float) -> float:
     return math.log2(max(flops, 1.0)) + math.log2(max(hbm, 1.0))
 
 
-def _counterpart(row: dict, measured: list[OpEntry]) -> tuple[OpEntry | None, str]:
-    """The measured op whose efficiency ``row`` (an op of the recompiled program) takes, and
+def _counterpart(op: ModuleOpRecord, measured: list[OpEntry]) -> tuple[OpEntry | None, str]:
+    """The measured op whose efficiency ``op`` (an op of the recompiled program) takes, and
     the rule that chose it: same name and opcode; else the same opcode and category, nearest
     in size; else the same category, nearest in size."""
     for entry in measured:
-        if entry.name == row["name"] and entry.opcode == row["opcode"]:
+        if entry.name == op.name and entry.opcode == op.opcode:
             return entry, "same name and opcode"
-    size = _size(row["flops"] or 0.0, row["hbm_bytes"] or 0.0)
+    size = _size(op.flops or 0.0, op.hbm_bytes)
     for rule, same in (
         ("same opcode and category, nearest size", ("opcode", "category")),
         ("same category, nearest size", ("category",)),
     ):
-        found = [e for e in measured if all(getattr(e, k) == row[k] for k in same)]
+        found = [e for e in measured if all(getattr(e, k) == getattr(op, k) for k in same)]
         if found:
             best = min(found, key=lambda e: abs(_size(e.flops or 0.0, e.hbm_bytes or 0.0) - size))
             return best, rule
@@ -241,10 +240,11 @@ def _counterpart(row: dict, measured: list[OpEntry]) -> tuple[OpEntry | None, st
 
 
 def project_hlo(
-    source: Report, frame: pd.DataFrame, hlo: str, model: CarryOver | None = None
+    source: Report, recompiled: list[ModuleOpRecord], hlo: str, model: CarryOver | None = None
 ) -> Projection:
-    """``source`` projected onto a recompiled program: ``frame`` is its compile-time roofline
-    (``profan.roofline.score_module`` on the source's chip; ``occurrences`` per execution)."""
+    """``source`` projected onto a recompiled program: ``recompiled`` is its compile-time
+    roofline (``profan.roofline.score_module`` on the source's chip; ``occurrences`` per
+    execution)."""
     model = model or carry_over()
     chip = str(source.chip.get("name"))
     fractions = model.sustained(chip)
@@ -256,15 +256,15 @@ def project_hlo(
     )
     median_eff = efficiencies[len(efficiencies) // 2] if efficiencies else 1.0
     ops = []
-    for row in frame.to_dict("records"):
-        count = max(int(row["occurrences"] or 1), 1)
+    for op in recompiled:
+        count = max(op.occurrences, 1)
         terms = Terms(
-            compute_s=row["t_compute_s"] / count,
-            hbm_s=row["t_hbm_s"] / count,
-            ici_s=row["t_ici_s"] / count,
-            transcendental_s=(row["t_transcendental_s"] or 0.0) / count,
+            compute_s=op.t_compute_s / count,
+            hbm_s=op.t_hbm_s / count,
+            ici_s=op.t_ici_s / count,
+            transcendental_s=op.t_transcendental_s / count,
         )
-        entry, rule = _counterpart(row, measured)
+        entry, rule = _counterpart(op, measured)
         if entry is not None:
             n = max(entry.occurrences, 1)
             # the whole rest scales with the new roofline (no knee): more work is more time,
@@ -288,10 +288,10 @@ def project_hlo(
         spread = math.exp(model.op_residual)
         ops.append(
             OpProjection(
-                key=f"{row['module']}|{row['name']}",
-                module=str(row["module"]),
-                name=str(row["name"]),
-                category=str(row["category"]),
+                key=f"{op.module}|{op.name}",
+                module=op.module,
+                name=op.name,
+                category=op.category,
                 executions=executions,
                 measured_s=None,
                 projected_s=projected,

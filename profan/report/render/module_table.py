@@ -1,15 +1,20 @@
-"""``profan hlo FILE --chip NAME`` as text: the compile-time roofline of every op, in the same
-units, column names and width-fitted layout as the report's op table."""
+"""``profan hlo FILE --chip NAME``: the compile-time roofline of every op (``score_module``'s
+records) as text, in the same units, column names and width-fitted layout as the report's op
+table (``render``), and as ``--json`` writes them (``json_rows``)."""
 
 from __future__ import annotations
 
-import math
-from typing import Any
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from profan.report.format import seconds, si
 from profan.report.render.layout import Column, Style, fit_columns, hidden_note, para, table
+
+if TYPE_CHECKING:
+    from profan.roofline import ModuleOpRecord
 
 # Dropped in this order while the table does not fit (after the op name wraps).
 _DROP_ORDER = (("compute", "HBM", "ICI", "host"), ("opcode",), ("ICI bytes",), ("FLOPs",))
@@ -33,44 +38,35 @@ def _columns(with_host: bool) -> list[Column]:
     ]
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _row(record: dict[str, Any]) -> dict[str, list[str]]:
-    exact = bool(record.get("occurrences_exact", True))
-    flops = _number(record.get("flops"))
+def _row(op: ModuleOpRecord) -> dict[str, list[str]]:
     return {
-        "op": [str(record["name"])],
-        "opcode": [str(record.get("opcode") or "")],
-        "category": [str(record.get("category") or "")],
-        "n": [("" if exact else "~") + str(int(record.get("occurrences") or 0))],
-        "ideal": [seconds(_number(record.get("roofline_s")))],
-        "bound": [str(record.get("bound_by") or "")],
-        "FLOPs": [si(flops) if flops is not None else "unknown"],
-        "HBM bytes": [si(_number(record.get("hbm_bytes")), "B")],
-        "ICI bytes": [si(_number(record.get("ici_bytes")), "B")],
-        "compute": [seconds(_number(record.get("t_compute_s")))],
-        "HBM": [seconds(_number(record.get("t_hbm_s")))],
-        "ICI": [seconds(_number(record.get("t_ici_s")))],
-        "host": [seconds(_number(record.get("t_host_s")))],
+        "op": [op.name],
+        "opcode": [op.opcode],
+        "category": [op.category],
+        "n": [("" if op.occurrences_exact else "~") + str(op.occurrences)],
+        "ideal": [seconds(op.roofline_s)],
+        "bound": [op.bound_by],
+        "FLOPs": [si(float(op.flops)) if op.flops is not None else "unknown"],
+        "HBM bytes": [si(float(op.hbm_bytes), "B")],
+        "ICI bytes": [si(float(op.ici_bytes), "B")],
+        "compute": [seconds(op.t_compute_s)],
+        "HBM": [seconds(op.t_hbm_s)],
+        "ICI": [seconds(op.t_ici_s)],
+        "host": [seconds(op.t_host_s)],
     }
 
 
-def render(frame: pd.DataFrame, chip: str, *, top: int, width: int, style: Style) -> list[str]:
-    """The ``top`` ops by ideal time as a table no wider than ``width``, with its legend."""
-    shown = frame.head(top)
-    rows = [_row(record) for record in shown.to_dict("records")]
-    with_host = bool((pd.to_numeric(shown.get("t_host_s"), errors="coerce") > 0).any())
+def render(
+    ops: list[ModuleOpRecord], chip: str, *, top: int, width: int, style: Style
+) -> list[str]:
+    """The ``top`` ops by ideal time (``ops`` come longest first) as a table no wider than
+    ``width``, with its legend."""
+    shown = ops[:top]
+    rows = [_row(op) for op in shown]
+    with_host = any(op.t_host_s > 0 for op in shown)
     sep = 3 if style.colour else 2
     columns, widths = fit_columns(_columns(with_host), rows, width, sep, _DROP_ORDER)
-    lines = [
-        style(f"roofline on {chip}: top {len(rows)} of {len(frame)} ops by ideal time", "bold")
-    ]
+    lines = [style(f"roofline on {chip}: top {len(rows)} of {len(ops)} ops by ideal time", "bold")]
     terms = "compute, HBM, ICI" + (", host" if with_host else "")
     legend = (
         "per device, summed over the op's n executions (a loop body's ops once per trip); "
@@ -88,3 +84,15 @@ def render(frame: pd.DataFrame, chip: str, *, top: int, width: int, style: Style
         hidden_note(hidden, width, style, "widen the terminal, set COLUMNS, or use --json")
     )
     return lines
+
+
+def json_rows(ops: list[ModuleOpRecord]) -> list[dict[str, Any]]:
+    """The records as ``profan hlo --json`` has always written them: one object per op, its
+    fields as keys, through pandas' JSON writer, which rounds floats to 10 decimals (a time
+    under 5e-11 s is 0.0) and writes a figure as an integer where every op's is one; a plain
+    ``json.dump`` would change the digits users have seen."""
+    if not ops:
+        return []
+    frame = pd.DataFrame([asdict(op) for op in ops])
+    rows: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
+    return rows
