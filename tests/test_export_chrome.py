@@ -187,7 +187,7 @@ def test_one_process_per_device_named_and_op_slices_carry_profans_args(chrome) -
     # (an async done's transfer span and wait are its own: not on every op's slices)
     only_some = {"profan_note", "profan_transfer_span_us", "profan_exposed_wait_us"}
     keys = {key for key, _ in op_args(export.figures.ops[0])} - only_some
-    figures = {(op.module, op.name): dict(op_args(op)) for op in export.figures.ops}
+    figures = {(op.record.module, op.record.name): dict(op_args(op)) for op in export.figures.ops}
     for event in ops:
         args = event["args"]
         assert keys <= set(args) and EFFICIENCY in args

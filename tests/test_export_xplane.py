@@ -36,7 +36,7 @@ TPU_TRACE = InCorpus("traces/tpu_v6e_inference.xplane.pb")
 def _names() -> frozenset[str]:
     """Every stat name an annotated op event carries."""
     report = exportable(str(FIXTURES_DIR / "transformer"))
-    op = next(o for o in report.figures.ops if o.note is None)
+    op = next(o for o in report.figures.ops if o.record.note is None)
     return frozenset({name for name, _ in op_args(op)} | {EFFICIENCY})
 
 
@@ -173,7 +173,7 @@ def _report_values(trace: Path) -> dict[tuple[str, str], dict[str, str]]:
     export = exportable(str(trace))
     out: dict[tuple[str, str], dict[str, str]] = {}
     for op in export.figures.ops:
-        out[(op.module, op.name)] = {
+        out[(op.record.module, op.record.name)] = {
             name: value if isinstance(value, str) else f"{value:.6g}" for name, value in op_args(op)
         }
     return out

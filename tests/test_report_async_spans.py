@@ -132,7 +132,9 @@ def test_export_carries_the_transfer_and_the_wait(v6e_analysis, v6e_report) -> N
 
     figures = figures_of(v6e_analysis, v6e_report)
     for op in _dones(v6e_report):
-        found = next(f for f in figures.ops if f.name == op.name and f.module == op.module)
+        found = next(
+            f for f in figures.ops if f.record.name == op.name and f.record.module == op.module
+        )
         args = dict(op_args(found))
         span_us = op.async_span_s / op.async_span_n * 1e6
         assert args["profan_transfer_span_us"] == pytest.approx(span_us, rel=1e-9)
@@ -142,7 +144,7 @@ def test_export_carries_the_transfer_and_the_wait(v6e_analysis, v6e_report) -> N
         assert args["profan_ideal_us"] / span_us == pytest.approx(op.efficiency, rel=1e-9)
         assert args["profan_op_efficiency"] == pytest.approx(op.efficiency, rel=1e-9)
     # a synchronous op carries neither
-    fusion = next(f for f in figures.ops if f.name == "broadcast_add_fusion")
+    fusion = next(f for f in figures.ops if f.record.name == "broadcast_add_fusion")
     assert not {"profan_transfer_span_us", "profan_exposed_wait_us"} & set(dict(op_args(fusion)))
 
 

@@ -159,10 +159,10 @@ class _Ops:
         found = self.texts.get(op_index)
         if found is None:
             op = self.export.figures.ops[op_index]
-            args = [*op_args(op), ("profan_module", op.module)]
+            args = [*op_args(op), ("profan_module", op.record.module)]
             found = self.texts[op_index] = (
-                f'"name":{json.dumps(op.name, ensure_ascii=False)},'
-                f'"cat":{json.dumps(op.category)},"args":{{'
+                f'"name":{json.dumps(op.record.name, ensure_ascii=False)},'
+                f'"cat":{json.dumps(op.record.category)},"args":{{'
                 + ",".join(f"{json.dumps(name)}:{_value(value)}" for name, value in args)
             )
         return found

@@ -1,8 +1,9 @@
 """profan's verdict on every op execution of a profile, in the form both exports write.
 
-One ``OpFigures`` per scored op (``Score.ops``: an op of a program) holds what is the same for all
-its executions — category, bound, ideal time per execution, the op's efficiency, flags, source,
-FLOPs and bytes per execution with their sources; ``Figures`` adds, per row of
+One ``OpFigures`` per scored op (``Score.ops``: an op of a program) is its ``OpRecord`` and the
+report's flags, and gives what is the same for all its executions from them — ideal time, FLOPs
+and bytes per execution, the op's efficiency (category, bound, source and the figures' sources
+are the record's own); ``Figures`` adds, per row of
 ``Profile.ops`` (an execution), which op it is and that execution's own efficiency (its ideal
 time over its measured time).  A figure profan does not know is ``None`` and is written as
 ``"unknown"``, never as a number.
@@ -17,6 +18,7 @@ import numpy as np
 
 from profan.report.analysis.build import Analysis
 from profan.report.model import Report
+from profan.roofline.ops import OpRecord
 from profan.roofline.spans import event_rows, span_rows
 
 UNKNOWN = "unknown"
@@ -24,26 +26,57 @@ UNKNOWN = "unknown"
 
 @dataclass(frozen=True, slots=True)
 class OpFigures:
-    """profan's figures for one op; times, FLOPs and bytes are per execution."""
+    """profan's figures for one op: its scored record (totals over its executions) and the
+    flags the report's rules gave it; the per-execution figures both exports write are derived
+    from the record here, where a figure of unknown source is ``None``."""
 
-    name: str
-    module: str
-    category: str
-    bound: str  # compute | hbm | ici | host | unknown
-    ideal_s: float | None  # the roofline time of one execution; None when its cost is unknown
-    efficiency: float | None  # the op's, over all its executions (as the report prints it)
+    record: OpRecord
     flags: tuple[str, ...]  # the rules that flagged it (``profan report``'s findings)
-    source: str | None  # file:line
-    flops: float | None
-    flops_source: str
-    hbm_bytes: float | None
-    bytes_source: str
-    asynchronous: bool  # an async start or done: its measured time is only the wait
-    note: str | None  # why an op beat its roofline, how an async op was scored, …
-    # async dones: one transfer's mean start-to-done span (None where the trace records none),
-    # against which ``efficiency`` is ``ideal_s`` over it, and the done's mean exposed wait
-    transfer_span_s: float | None = None
-    exposed_wait_s: float | None = None
+
+    @property
+    def _executions(self) -> int:
+        return max(self.record.occurrences, 1)
+
+    @property
+    def ideal_s(self) -> float | None:
+        """The roofline time of one execution; None when its cost is unknown."""
+        record = self.record
+        return record.roofline_s / self._executions if record.bound_by != UNKNOWN else None
+
+    @property
+    def efficiency(self) -> float | None:
+        """The op's, over all its executions (as the report prints it)."""
+        return self.record.efficiency if self.record.bound_by != UNKNOWN else None
+
+    @property
+    def flops(self) -> float | None:
+        """FLOPs of one execution."""
+        record = self.record
+        if record.flops is None or record.flops_source == UNKNOWN:
+            return None
+        return record.flops / self._executions
+
+    @property
+    def hbm_bytes(self) -> float | None:
+        """HBM bytes of one execution."""
+        record = self.record
+        return record.hbm_bytes / self._executions if record.bytes_source != UNKNOWN else None
+
+    @property
+    def asynchronous(self) -> bool:
+        """An async start or done: its measured time is only the wait."""
+        return self.record.async_role is not None
+
+    @property
+    def transfer_span_s(self) -> float | None:
+        """An async done's mean start-to-done span (None where the trace records none), against
+        which ``efficiency`` is ``ideal_s`` over it."""
+        return _per(self.record.async_span_s, self.record.async_span_n)
+
+    @property
+    def exposed_wait_s(self) -> float | None:
+        """An async done's mean exposed wait (None for other ops)."""
+        return _per(self.record.exposed_wait_s, self._executions)
 
     @property
     def flag_text(self) -> str:
@@ -111,36 +144,12 @@ def figures_of(analysis: Analysis, report: Report) -> Figures:
     """Every op's figures from its scored record, with the flags of the report's rules."""
     scored = analysis.score.ops
     flags = {(entry.module, entry.program or "", entry.name): entry.flags for entry in report.ops}
-    ops = []
-    for record in scored:
-        occurrences = max(record.occurrences, 1)
-        known = record.bound_by != UNKNOWN
-        ops.append(
-            OpFigures(
-                name=record.name,
-                module=record.module,
-                category=record.category,
-                bound=record.bound_by,
-                ideal_s=record.roofline_s / occurrences if known else None,
-                efficiency=record.efficiency if known else None,
-                flags=tuple(flags.get((record.module, record.module_key or "", record.name), ())),
-                source=record.source,
-                flops=(
-                    record.flops / occurrences
-                    if record.flops is not None and record.flops_source != UNKNOWN
-                    else None
-                ),
-                flops_source=record.flops_source,
-                hbm_bytes=(
-                    record.hbm_bytes / occurrences if record.bytes_source != UNKNOWN else None
-                ),
-                bytes_source=record.bytes_source,
-                asynchronous=record.async_role is not None,
-                note=record.note,
-                transfer_span_s=_per(record.async_span_s, record.async_span_n),
-                exposed_wait_s=_per(record.exposed_wait_s, occurrences),
-            )
+    ops = [
+        OpFigures(
+            record, tuple(flags.get((record.module, record.module_key or "", record.name), ()))
         )
+        for record in scored
+    ]
     return Figures(
         ops=ops,
         row_op=event_rows(analysis.profile, scored),
@@ -156,9 +165,9 @@ def op_args(op: OpFigures) -> list[tuple[str, float | str]]:
     """The figures that are the same for every execution of ``op``, in the order they are
     shown; an unknown figure is the text ``unknown``."""
     args: list[tuple[str, float | str]] = [
-        ("profan_op", op.name),
-        ("profan_category", op.category),
-        ("profan_bound", op.bound),
+        ("profan_op", op.record.name),
+        ("profan_category", op.record.category),
+        ("profan_bound", op.record.bound_by),
         ("profan_ideal_us", UNKNOWN if op.ideal_s is None else op.ideal_s * 1e6),
         ("profan_op_efficiency", UNKNOWN if op.efficiency is None else op.efficiency),
     ]
@@ -168,12 +177,12 @@ def op_args(op: OpFigures) -> list[tuple[str, float | str]]:
         args.append(("profan_exposed_wait_us", op.exposed_wait_s * 1e6))
     args += [
         ("profan_flags", op.flag_text),
-        ("profan_source", op.source or UNKNOWN),
+        ("profan_source", op.record.source or UNKNOWN),
         ("profan_flops", UNKNOWN if op.flops is None else op.flops),
-        ("profan_flops_source", op.flops_source),
+        ("profan_flops_source", op.record.flops_source),
         ("profan_hbm_bytes", UNKNOWN if op.hbm_bytes is None else op.hbm_bytes),
-        ("profan_bytes_source", op.bytes_source),
+        ("profan_bytes_source", op.record.bytes_source),
     ]
-    if op.note:
-        args.append(("profan_note", op.note))
+    if op.record.note:
+        args.append(("profan_note", op.record.note))
     return args
