@@ -85,10 +85,10 @@ def main() -> None:
                     run.block(step(*arguments))
         captured.append(time.perf_counter() - started)
         assert run.report is not None
-        folder = run.report.trace["path"]
+        folder = run.report.trace.path
         ops = len(run.report.ops)
         started = time.perf_counter()  # the analysis alone, on the kept trace
-        report_for(folder, run=run.report.trace["run"])
+        report_for(folder, run=run.report.trace.run)
         analysis.append(time.perf_counter() - started)
         size = sum(
             os.path.getsize(os.path.join(root, name))

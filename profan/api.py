@@ -206,7 +206,9 @@ class Report:
     def steps(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame(self.data.steps)
+        from profan.report.model.codec import record
+
+        return pd.DataFrame([record(step) for step in self.data.steps])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report as Python data (SCHEMA.md)."""
@@ -280,13 +282,11 @@ def describe(data: model.Report) -> str:
     step = summary.step_time_median_s
     steps = f"{summary.step_count} steps" + (f" (median {seconds(step)})" if step else "")
     mfu = f", MFU {percent(summary.mfu)}" if summary.mfu is not None else ""
-    trace = data.trace.get("path") or "?"
+    trace = data.trace.path or "?"
     ops = f"{len(data.ops)} ops"
     if summary.op_count and summary.op_count != len(data.ops):
         ops += f" (of {summary.op_count}: filtered)"
-    return (
-        f"{trace}: chip {data.chip.get('name', '?')}, {device.count} × {kind}, {steps}, {ops}{mfu}"
-    )
+    return f"{trace}: chip {data.chip.name or '?'}, {device.count} × {kind}, {steps}, {ops}{mfu}"
 
 
 def html_view(data: model.Report, top: int) -> str:
@@ -295,8 +295,8 @@ def html_view(data: model.Report, top: int) -> str:
 
     summary = data.summary
     header = [
-        ("trace", str(data.trace.get("path", ""))),
-        ("chip", str(data.chip.get("display_name") or data.chip.get("name", ""))),
+        ("trace", str(data.trace.path)),
+        ("chip", str(data.chip.display_name or data.chip.name)),
         ("devices", f"{data.device.count} × {data.device.kind}"),
         ("steps", f"{summary.step_count}, median {seconds(summary.step_time_median_s)}"),
         ("MFU", percent(summary.mfu) if summary.mfu is not None else "-"),

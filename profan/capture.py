@@ -20,13 +20,13 @@ and any later steps run untraced again. JAX is imported only when a capture star
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from profan.errors import ProfanError, TraceError
 
 if TYPE_CHECKING:  # this module stays light: ``import profan`` re-exports it
-    from profan.report.model import Report
+    from profan.report.model import Report, StepRow
     from profan.report.rules.config import RuleConfig
     from profan.sharding import ProgramMesh
 
@@ -61,36 +61,6 @@ def _jax() -> ModuleType:
             "accelerator, see https://docs.jax.dev/en/latest/installation.html)"
         ) from None
     return jax
-
-
-@dataclass(slots=True)
-class CaptureInfo:
-    """How a capture ran (kept in the report under ``trace.capture``)."""
-
-    function: str
-    steps: int
-    warmup: int
-    traced_steps: int = 0
-    # XLA compilations that ran while the profiler recorded: the steps' times include them and
-    # a program that recompiles every step is itself a performance bug
-    compilations_in_trace: int = 0
-    step_wall_s: list[float] = field(default_factory=list)  # host wall time of each traced step
-    # the last traced step did less work (ideal time) than every step before it: its device
-    # work was still running when the trace stopped (its outputs were dropped, not waited for)
-    last_step_cut_short: bool = False
-    trace_kept: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "function": self.function,
-            "steps": self.steps,
-            "warmup": self.warmup,
-            "traced_steps": self.traced_steps,
-            "compilations_in_trace": self.compilations_in_trace,
-            "step_wall_s": list(self.step_wall_s),
-            "last_step_cut_short": self.last_step_cut_short,
-            "trace_kept": self.trace_kept,
-        }
 
 
 def _name_of(fn: Callable[..., Any]) -> str:
@@ -137,6 +107,9 @@ class Capture:
         self.chip = chip
         self.rules = rules
         self.program_meshes = dict(program_meshes or {})
+        # (imported here, not with the module: ``import profan`` stays light)
+        from profan.report.model import CaptureInfo
+
         self.info = CaptureInfo(name, steps, warmup)
         self.report: Report | None = None
         self._jax: ModuleType | None = None
@@ -266,7 +239,7 @@ class Capture:
                 "run JAX programs, and wait for them (keep the steps' outputs or pass them to "
                 "step(wait=...))?"
             ) from None
-        self.info.last_step_cut_short = _cut_short(report.to_dict()["steps"])
+        self.info.last_step_cut_short = _cut_short(report.steps)
         if self.info.last_step_cut_short:
             warnings.warn(
                 CaptureWarning(
@@ -280,21 +253,26 @@ class Capture:
         if self._keep_path is not None:
             folder, run = self._keep_path, _move_run(self._dir, runs[0], self._keep_path)
         self.info.trace_kept = self._keep_temp or self._keep_path is not None
-        report.trace = {
-            **report.trace,
-            "path": str(folder)
+        report.trace.path = (
+            str(folder)
             if self.info.trace_kept
-            else f"<profan.capture of {self.info.function}; trace not kept>",
-            "run": run,
-            "capture": self.info.to_dict(),
-        }
+            else f"<profan.capture of {self.info.function}; trace not kept>"
+        )
+        report.trace.run = run
+        report.trace.capture = dataclasses.replace(
+            self.info, step_wall_s=list(self.info.step_wall_s)
+        )
         return report
 
 
-def _cut_short(steps: list[dict[str, Any]]) -> bool:
+def _cut_short(steps: list[StepRow]) -> bool:
     """Whether the last step's ideal time (what its ops should take, from their FLOPs and bytes)
     is below every earlier step's: a step whose work the trace did not see to the end."""
-    ideal = [value for step in steps if isinstance(value := step.get("ideal_s"), int | float)]
+    ideal = [
+        value
+        for step in steps
+        if step.score is not None and isinstance(value := step.score.ideal_s, int | float)
+    ]
     if len(ideal) < 2 or len(ideal) < len(steps):  # fewer than two, or a step without one
         return False
     return ideal[-1] < min(ideal[:-1]) * (1 - 1e-6)

@@ -183,7 +183,8 @@ class Profan:
         try:
             limits = _budget(budget, base)
             results = evaluate(report, limits)
-            if (report.trace.get("capture") or {}).get("last_step_cut_short"):
+            capture = report.trace.capture
+            if capture is not None and capture.last_step_cut_short:
                 results.insert(
                     0,
                     CheckResult(

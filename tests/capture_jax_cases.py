@@ -65,8 +65,8 @@ def test_capture_matmul_512_reports_2n3_flops_per_execution(jnp: Any) -> None:
     assert op.shape == "f32[512,512]"
     assert report.summary.step_count == 3
     assert report.unmatched == []
-    assert report.trace["capture"]["traced_steps"] == 3
-    assert report.trace["capture"]["compilations_in_trace"] == 0
+    assert report.trace.capture.traced_steps == 3
+    assert report.trace.capture.compilations_in_trace == 0
     # the JSON report round-trips
     data = json.loads(json.dumps(report.to_dict()))
     assert data["trace"]["capture"]["steps"] == 3
@@ -83,7 +83,7 @@ def test_capture_passes_keywords_to_fn_and_counts_steps(jnp: Any) -> None:
     assert report.summary.step_count == 4
     assert {op.occurrences for op in report.ops} == {4}
     assert (
-        report.trace["capture"]["function"]
+        report.trace.capture.function
         == "test_capture_passes_keywords_to_fn_and_counts_steps.<locals>.scaled"
     )
 
@@ -94,7 +94,7 @@ def test_capture_warmup_0_still_compiles_outside_the_trace(jnp: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaptureWarning)
         report = capture(f, x, steps=2, warmup=0)
-    assert report.trace["capture"]["compilations_in_trace"] == 0
+    assert report.trace.capture.compilations_in_trace == 0
     assert report.summary.step_count == 2
 
 
@@ -106,7 +106,7 @@ def test_capture_warns_when_the_steps_compile(jnp: Any) -> None:
 
     with pytest.warns(CaptureWarning, match=r"compilation\(s\) ran inside the traced steps"):
         report = capture(recompiles, steps=2, warmup=1)
-    assert report.trace["capture"]["compilations_in_trace"] >= 2
+    assert report.trace.capture.compilations_in_trace >= 2
 
 
 def test_context_manager_traces_only_the_chosen_steps_of_a_loop(jnp: Any) -> None:
@@ -120,7 +120,7 @@ def test_context_manager_traces_only_the_chosen_steps_of_a_loop(jnp: Any) -> Non
     assert run.report.summary.step_count == 3
     (op,) = [op for op in run.report.ops if op.category == "matmul"]
     assert op.occurrences == 3
-    assert run.report.trace["capture"]["traced_steps"] == 3
+    assert run.report.trace.capture.traced_steps == 3
 
 
 def test_context_manager_with_a_short_loop(jnp: Any) -> None:
@@ -153,7 +153,7 @@ def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
             with same.step():
                 f(a, a).block_until_ready()
     assert same.report is not None
-    assert same.report.trace["capture"]["last_step_cut_short"] is False
+    assert same.report.trace.capture.last_step_cut_short is False
 
     with pytest.warns(CaptureWarning, match="last traced step did less work"):  # noqa: SIM117
         with Capture(steps=3, warmup=1) as short:
@@ -163,7 +163,7 @@ def test_a_last_step_that_did_less_work_is_flagged(jnp: Any) -> None:
                     if i < 3:  # the last step runs one matmul instead of two
                         f(a, a).block_until_ready()
     assert short.report is not None
-    assert short.report.trace["capture"]["last_step_cut_short"] is True
+    assert short.report.trace.capture.last_step_cut_short is True
 
 
 def test_an_error_in_a_traced_step_stops_the_profiler(jnp: Any) -> None:
@@ -192,10 +192,10 @@ def test_trace_is_private_and_removed_unless_kept(jnp: Any, tmp_path: Path) -> N
     x = jnp.ones(16)
     report = capture(f, x, steps=1)
     assert set(Path(tempfile.gettempdir()).glob("profan-capture-*")) == before
-    assert "trace not kept" in report.trace["path"]
+    assert "trace not kept" in report.trace.path
 
     kept = capture(f, x, steps=1, keep_trace=True)
-    folder = Path(kept.trace["path"])
+    folder = Path(kept.trace.path)
     try:
         assert folder.is_dir() and folder.name.startswith("profan-capture-")
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
@@ -212,8 +212,8 @@ def test_keep_trace_path_collects_runs_that_profan_report_reads(jnp: Any, tmp_pa
     first = capture(f, a, a, steps=2, keep_trace=tmp_path / "traces")
     second = capture(f, a, a, steps=3, keep_trace=tmp_path / "traces")  # often the same second
     runs = sorted(p.name for p in (tmp_path / "traces" / "plugins" / "profile").iterdir())
-    assert runs == sorted([first.trace["run"], second.trace["run"]])
-    again = report_for(tmp_path / "traces", run=second.trace["run"])
+    assert runs == sorted([first.trace.run, second.trace.run])
+    again = report_for(tmp_path / "traces", run=second.trace.run)
     assert again.summary.step_count == 3
     assert [(op.key, op.flops) for op in again.ops] == [(op.key, op.flops) for op in second.ops]
 

@@ -102,7 +102,7 @@ def test_diff_names_both_chips_and_has_formats(capsys) -> None:
     a, b = str(FIXTURES_DIR / "gpu_transformer"), str(FIXTURES_DIR / "gpu_transformer_h200")
     from profan.report.analysis.pipeline import report_for
 
-    chip_a, chip_b = report_for(a).chip["name"], report_for(b).chip["name"]
+    chip_a, chip_b = report_for(a).chip.name, report_for(b).chip.name
     assert chip_a != chip_b
     code, out, err = run(capsys, "diff", a, b, "--format", "json")
     assert code == 0, err

@@ -12,7 +12,7 @@ from profan.hlo.parser import parse_module
 from profan.report.analysis.build import build_report
 from profan.report.analysis.pipeline import analyse
 from profan.report.check.budget import Budget, evaluate
-from profan.report.model import Device, OpEntry, Report, Summary
+from profan.report.model import ChipSection, Device, OpEntry, Report, Summary
 from profan.report.render import markdown, terminal
 from profan.report.render.html.header import _cards
 from profan.report.render.html.sections import findings_html
@@ -95,7 +95,7 @@ def test_lowered_floors_bring_the_small_savings_back(fixtures_dir: Path) -> None
     report = build_report(analyse(fixtures_dir / "transformer"), lowered)
     found = [f for f in report.findings if f.rule == "undonated-input"]
     assert len(found) == 19
-    capacity = report.chip["hbm_capacity_bytes"]
+    capacity = report.chip.hbm_capacity_bytes
     for f in found:
         assert f.saving_memory_share == pytest.approx(f.saving_bytes / capacity)
     # ranked after every time saving
@@ -128,7 +128,9 @@ def _unknown(instruction, module, opcode: str) -> OpContext:
 
 
 def _empty_report() -> Report:
-    return Report(Device(kind="GPU"), {}, [], Summary(), [], [], [])
+    return Report(
+        device=Device(kind="GPU"), chip=ChipSection(), steps=[], summary=Summary(), ops=[]
+    )
 
 
 def test_cost_unknown_advice_is_shaped_to_the_op(fixtures_dir: Path) -> None:

@@ -53,28 +53,29 @@ def _check(report: Report) -> None:
     by_label = {op.label: op for op in report.ops}
     seen: set[str] = set()
     for row in report.gemms:
-        per_execution = 2 * row["m"] * row["n"] * row["k"] * row["batch"]
-        assert per_execution * row["executions"] == pytest.approx(row["flops"], rel=1e-9), row
-        ops = [by_label[label] for label in row["ops"]]
+        per_execution = 2 * row.m * row.n * row.k * row.batch
+        assert per_execution * row.executions == pytest.approx(row.flops, rel=1e-9), row
+        ops = [by_label[label] for label in row.ops]
         op_flops = sum(op.flops for op in ops)
-        assert row["op_flops"] == pytest.approx(op_flops, rel=1e-9)
-        if row["dims_from"] == "backend-config":  # a library gemm: the op is the matmul
-            assert row["flops"] == pytest.approx(op_flops, rel=1e-9), row
+        assert row.op_flops == pytest.approx(op_flops, rel=1e-9)
+        if row.dims_from == "backend-config":  # a library gemm: the op is the matmul
+            assert row.flops == pytest.approx(op_flops, rel=1e-9), row
         else:
-            assert row["flops"] <= op_flops * (1 + 1e-9), row
+            assert row.flops <= op_flops * (1 + 1e-9), row
         for op in ops:
             elements = _elements(op.shape)
             if elements is not None:
-                assert elements == row["m"] * row["n"] * row["batch"], (op.label, op.shape)
-        assert row["executions"] == sum(op.occurrences for op in ops)
-        assert row["time_s"] == pytest.approx(sum(op.measured_s for op in ops), rel=1e-9)
-        assert row["efficiency"] is not None and 0 < row["efficiency"] < 1.5
-        assert not seen & set(row["ops"]), "an op is in one row"
-        seen.update(row["ops"])
-    times = [row["time_s"] for row in report.gemms]
+                assert elements == row.m * row.n * row.batch, (op.label, op.shape)
+        assert row.executions == sum(op.occurrences for op in ops)
+        assert row.time_s == pytest.approx(sum(op.measured_s for op in ops), rel=1e-9)
+        assert row.efficiency is not None and 0 < row.efficiency < 1.5
+        assert not seen & set(row.ops), "an op is in one row"
+        seen.update(row.ops)
+    times = [row.time_s for row in report.gemms]
     assert times == sorted(times, reverse=True)
     back = Report.from_dict(report.to_dict())
-    assert back.gemms == report.to_dict()["gemms"]
+    assert back.gemms == report.gemms
+    assert back.to_dict()["gemms"] == report.to_dict()["gemms"]
 
 
 @pytest.mark.parametrize("folder", FIXTURE_FOLDERS)
@@ -89,8 +90,8 @@ def test_corpus_gemm_rows_are_their_ops(corpus_dir: Path, name: str) -> None:
 
 def test_library_gemms_carry_their_dtypes_and_kernels() -> None:
     rows = _fixture("gpu_kernels").gemms
-    fp8 = [row for row in rows if row["lhs_dtype"].startswith("f8")]
-    assert fp8 and fp8[0]["out_dtype"] == "bf16" and fp8[0]["peak"] == "fp8"
-    assert fp8[0]["kernels"][0]["name"].startswith("nvjet_")
-    f64 = [row for row in rows if row["lhs_dtype"] == "f64"]
-    assert f64 and f64[0]["peak"] == "f64"
+    fp8 = [row for row in rows if row.lhs_dtype.startswith("f8")]
+    assert fp8 and fp8[0].out_dtype == "bf16" and fp8[0].peak == "fp8"
+    assert fp8[0].kernels[0].name.startswith("nvjet_")
+    f64 = [row for row in rows if row.lhs_dtype == "f64"]
+    assert f64 and f64[0].peak == "f64"

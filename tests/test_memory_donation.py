@@ -20,7 +20,7 @@ from profan.hlo.model import Module, Shape
 from profan.memory.updates import output_flows
 from profan.report.analysis.build import Analysis, build_report
 from profan.report.analysis.pipeline import analyse
-from profan.report.model import Report
+from profan.report.model import Report, UndonatedInput
 from profan.report.rules.config import RuleConfig
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
@@ -43,11 +43,11 @@ def _report(path: Path) -> Report:
     return build_report(_analysis(path))
 
 
-def _undonated(report: Report) -> dict[str, list[dict]]:
+def _undonated(report: Report) -> dict[str, list[UndonatedInput]]:
     return {
-        entry["module"].split("(")[0]: entry["undonated"]
+        entry.module.split("(")[0]: entry.undonated
         for entry in report.memory
-        if entry["memory_space"] == "device"
+        if entry.memory_space == "device"
     }
 
 
@@ -79,8 +79,8 @@ def test_state_steps_report_exactly_the_replaced_inputs_that_are_not_donated() -
         truth = program["truth"]
         expected = sorted(set(truth["replaced"]) - set(truth["donated"]))
         items = found[program["module_name"]]
-        assert sorted(item["parameter_path"] for item in items) == expected, program["name"]
-        assert sum(item["size_bytes"] for item in items) == truth["undonated_bytes"]
+        assert sorted(item.parameter_path for item in items) == expected, program["name"]
+        assert sum(item.size_bytes for item in items) == truth["undonated_bytes"]
         # Donation as XLA did it: the donated step aliases exactly the weights it was told to.
         alias = program["memory_analysis"]["alias_size_in_bytes"]
         assert (alias > 0) == bool(truth["donated"]), program["name"]
@@ -90,12 +90,12 @@ def test_each_input_is_paired_with_its_own_new_value() -> None:
     """The Adam update: every new parameter is also a new value of its gradient and moments, and
     every new moment of its gradient; each output takes the input it replaces."""
     found = _undonated(_report(STATE_STEPS))
-    outputs = {item["parameter_path"]: item["output"] for item in found["jit_adam_update"]}
+    outputs = {item.parameter_path: item.output for item in found["jit_adam_update"]}
     assert all(name.startswith("divide_subtract_fusion") for key, name in outputs.items()
                if key.startswith("params"))  # fmt: skip
     assert {key.split("[")[0] for key in outputs} == {"params", "mu", "nu"}
     # The weights that go through four SGD steps in a while loop come out of the loop.
-    loop = {item["parameter_path"]: item["output"] for item in found["jit_sgd_loop"]}
+    loop = {item.parameter_path: item.output for item in found["jit_sgd_loop"]}
     assert set(loop) == {"params['w1']", "params['w2']"}
     assert all(name.startswith("while") for name in loop.values())
 
@@ -119,16 +119,16 @@ def test_train_steps_that_do_not_donate_report_every_parameter(name: str) -> Non
     report = _report(FIXTURES_DIR / name)
     modules = _analysis(FIXTURES_DIR / name).profile.modules
     (key,) = [key for key in modules if "step" in key]
-    (entry,) = [e for e in report.memory if e["module"].split("(")[0] == key.split("(")[0]]
+    (entry,) = [e for e in report.memory if e.module.split("(")[0] == key.split("(")[0]]
     state = {path for path in _parameter_paths(modules[key]) if path.startswith(("params", "w"))}
-    assert len(state) >= 2 and entry["alias_bytes"] == 0
-    assert {item["parameter_path"] for item in entry["undonated"]} == state
+    assert len(state) >= 2 and entry.alias_bytes == 0
+    assert {item.parameter_path for item in entry.undonated} == state
 
 
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 def test_a_train_step_that_donates_reports_nothing(name: str) -> None:
     report = _report(FIXTURES_DIR / name)
-    assert report.memory[0]["alias_bytes"] > 0
+    assert report.memory[0].alias_bytes > 0
     assert not [f for f in report.findings if f.rule == "undonated-input"]
 
 
@@ -146,7 +146,7 @@ def test_programs_that_only_share_a_shape_report_nothing(fixtures_dir: Path) -> 
 def test_mi300x_inference_programs_report_nothing(corpus_dir: Path, name: str) -> None:
     report = _report(corpus_dir / "traces" / f"{name}.xplane.pb")
     assert not [f for f in report.findings if f.rule == "undonated-input"]
-    assert all(not entry["undonated"] for entry in report.memory)
+    assert all(not entry.undonated for entry in report.memory)
 
 
 def test_mi300x_programs_do_have_outputs_of_their_inputs_shapes(corpus_dir: Path) -> None:

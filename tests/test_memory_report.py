@@ -10,12 +10,13 @@ import pytest
 
 from profan.memory import analyze_trace
 from profan.report.analysis.build import build_report
-from profan.report.analysis.memory import diff_lines, large_temporary, near_capacity
 from profan.report.analysis.pipeline import analyse
 from profan.report.check import diff as diff_module
+from profan.report.check.memory import diff_lines
 from profan.report.model import Report
 from profan.report.render import html, markdown
 from profan.report.rules.config import RuleConfig
+from profan.report.rules.memory import large_temporary, near_capacity
 from tests.conftest import FIXTURES_DIR, gpu_fixtures
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -37,19 +38,20 @@ def test_section_has_the_programs_that_ran_with_the_analysis_figures() -> None:
         for p in analyze_trace(FIXTURES_DIR / "mlp" / "trace", use_cache=False).programs
         if p.module == "jit_train_step(24)"
     ]
-    assert entry["module"] == "jit_train_step(24)"
+    assert entry.module == "jit_train_step(24)"
     for field in ("argument_bytes", "output_bytes", "alias_bytes", "temp_bytes", "peak_bytes"):
-        assert entry[field] == getattr(expected, field)
+        assert getattr(entry, field) == getattr(expected, field)
     # The timeline keeps the peak (at most 200 points).
-    assert max(v for _, v in entry["timeline"]) == entry["peak_bytes"]
-    assert [entry["peak_position"], entry["peak_bytes"]] in entry["timeline"]
+    assert max(v for _, v in entry.timeline) == entry.peak_bytes
+    assert [entry.peak_position, entry.peak_bytes] in entry.timeline
 
 
 def test_json_round_trip_keeps_the_section() -> None:
     report = _report("mlp")
     again = Report.from_dict(json.loads(json.dumps(report.to_dict())))
-    assert again.memory == json.loads(json.dumps(report.to_dict()))["memory"]
-    assert again.memory[0]["top_buffers"][0]["size_bytes"] == 65536
+    assert again.memory == report.memory
+    assert again.to_dict()["memory"] == json.loads(json.dumps(report.to_dict()))["memory"]
+    assert again.memory[0].top_buffers[0].size_bytes == 65536
 
 
 def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
@@ -77,7 +79,7 @@ def test_undonated_inputs_of_the_mlp_are_found_with_their_savings() -> None:
 @pytest.mark.parametrize("name", gpu_fixtures("gpu_transformer"))
 def test_donated_train_step_has_no_undonated_finding(name: str) -> None:
     report = _report(name)
-    assert report.memory and report.memory[0]["alias_bytes"] > 0
+    assert report.memory and report.memory[0].alias_bytes > 0
     assert not [f for f in report.findings if f.rule == "undonated-input"]
 
 
@@ -97,8 +99,8 @@ def test_synthetic_near_capacity_when_the_chip_is_small() -> None:
     report = Report.from_dict(_report("mlp").to_dict())
     assert not near_capacity(report, [], RuleConfig())
     for entry in report.memory:
-        entry["hbm_bytes"] = 450_000
-        entry["headroom_bytes"] = 450_000 - entry["peak_bytes"]
+        entry.hbm_bytes = 450_000
+        entry.headroom_bytes = 450_000 - entry.peak_bytes
     (finding,) = near_capacity(report, [], RuleConfig())
     assert "91.0%" in finding.message and finding.source
 
@@ -116,7 +118,7 @@ def test_diff_shows_peak_change_and_new_buffers() -> None:
     good, worse = _report("mlp"), _report("mlp_worse")
     lines = diff_lines(good, worse)
     (change,) = [line for line in lines if line.strip().startswith("jit_train_step")]
-    peak_a, peak_b = good.memory[0]["peak_bytes"], worse.memory[0]["peak_bytes"]
+    peak_a, peak_b = good.memory[0].peak_bytes, worse.memory[0].peak_bytes
     assert f"{(peak_b - peak_a) / peak_a:+.1%}" in change
     # mlp_worse splits W2 by column instead of by row: its local shard is now f32[256,64].
     assert any(line.strip().startswith("appeared: param.2 f32[256,64]") for line in lines)

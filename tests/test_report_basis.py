@@ -55,7 +55,7 @@ def _recomputed(report: Report) -> dict[int, dict[str, float]]:
     assert report.timeline is not None
     in_flight = [bool(lane.get("in_flight")) for lane in report.timeline.lanes]
     out: dict[int, dict[str, float]] = {}
-    measured = {s["step"]: s["measured_s"] for s in report.steps}
+    measured = {s.step: s.measured_s for s in report.steps}
     for slices in report.timeline.steps:
         if slices.step not in measured:
             continue
@@ -93,13 +93,15 @@ def test_steps_split_their_time_by_bound_with_idle(stepped: Report) -> None:
     expected = _recomputed(stepped)
     assert expected
     for step in stepped.steps:
-        want = expected[step["step"]]
+        want = expected[step.step]
+        assert step.score is not None
+        times = step.score.times_s()
         for bound in (*BOUNDS, "unknown"):
-            got = step[f"time_{bound}_s"]
+            got = times[bound]
             assert got == pytest.approx(want[bound], abs=_tolerance(want["events"])), bound
-        assert step["idle_s"] == pytest.approx(want["idle"], abs=_tolerance(want["events"]))
-        parts = sum(step[f"time_{b}_s"] for b in (*BOUNDS, "unknown")) + step["idle_s"]
-        assert parts == pytest.approx(step["measured_s"], rel=1e-9)
+        assert step.score.idle_s == pytest.approx(want["idle"], abs=_tolerance(want["events"]))
+        parts = sum(times[b] or 0.0 for b in (*BOUNDS, "unknown")) + (step.score.idle_s or 0.0)
+        assert parts == pytest.approx(step.measured_s, rel=1e-9)
 
 
 def test_h200_compute_per_step_is_the_real_one(fixtures_dir: Path) -> None:
@@ -108,8 +110,10 @@ def test_h200_compute_per_step_is_the_real_one(fixtures_dir: Path) -> None:
     report = _report(fixtures_dir / "gpu_transformer_h200")
     whole = report.summary.time_by_bound_s["compute"]
     for step in report.steps:
-        assert step["time_compute_s"] == pytest.approx(whole / len(report.steps), rel=0.01)
-        assert step["share_compute"] * step["measured_s"] > step["time_compute_s"] * 1.2
+        assert step.score is not None
+        compute = step.score.time_compute_s or 0.0
+        assert compute == pytest.approx(whole / len(report.steps), rel=0.01)
+        assert (step.score.share_compute or 0.0) * step.measured_s > compute * 1.2
 
 
 def test_png_bars_are_the_steps_figures(stepped: Report) -> None:
@@ -124,7 +128,7 @@ def test_png_bars_are_the_steps_figures(stepped: Report) -> None:
         drawn[label] = [bar.get_height() * factor for bar in container]
     assert "idle" in drawn
     for k, step in enumerate(stepped.steps):
-        want = expected[step["step"]]
+        want = expected[step.step]
         for label, heights in drawn.items():
             assert heights[k] == pytest.approx(want[label], abs=_tolerance(want["events"]))
 
@@ -152,7 +156,7 @@ def test_page_chart_draws_the_steps_figures(stepped: Report) -> None:
     )
     expected = _recomputed(stepped)
     for step, parts in zip(stepped.steps, json.loads(done.stdout), strict=True):
-        want = expected[step["step"]]
+        want = expected[step.step]
         assert parts["idle"] == pytest.approx(want["idle"], abs=_tolerance(want["events"]))
         for bound in BOUNDS:
             assert parts[bound] == pytest.approx(want[bound], abs=_tolerance(want["events"]))
@@ -218,4 +222,5 @@ def test_a_trace_of_part_of_the_job_says_so(corpus_dir: Path, fmt: str) -> None:
 
 def test_a_whole_job_has_no_such_note(fixtures_dir: Path) -> None:
     report = _report(fixtures_dir / "transformer")  # 8 devices, mesh data=4 x model=2
-    assert "devices_partial" not in report.trace
+    assert report.trace.devices_partial is None
+    assert "devices_partial" not in report.to_dict()["trace"]

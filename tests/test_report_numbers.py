@@ -70,7 +70,7 @@ def test_fixture_report_numbers(fixtures_dir: Path, name: str) -> None:
     step_events = meta["trace"]["observed"].get("step_events", [])
     if step_events:
         flops_per_step = sum(op.flops for op in report.ops) / len(step_events)
-        peak = report.chip["peak_flops_per_s"]
+        peak = report.chip.peak_flops_per_s
         expected = sum(
             flops_per_step / (peak * s["duration_ps"] * 1e-12 * report.device.count)
             for s in step_events
@@ -148,10 +148,8 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     assert report.device.kind == "TPU" and report.device.count == 4
     assert "v6" in (report.device.type or "")
     # the trace's own peak figures are the ones the report shows
-    assert report.chip["source"] == "trace"
-    assert report.chip["peak_flops_per_s"] == pytest.approx(
-        profile.device.peak_flops_per_s, rel=1e-6
-    )
+    assert report.chip.source == "trace"
+    assert report.chip.peak_flops_per_s == pytest.approx(profile.device.peak_flops_per_s, rel=1e-6)
     total = float(profile.ops["duration_s"].sum())
     assert sum(op.measured_s for op in report.ops) == pytest.approx(total, rel=1e-9)
     assert sum(op.occurrences for op in report.ops) == len(profile.ops)
@@ -168,7 +166,7 @@ def test_tpu_trace_report(corpus_dir: Path) -> None:
     # MFU by its definition (SCHEMA.md): each step's model FLOPs, the trace's own stat here,
     # over the bf16 peak x the step's time x the devices with ops in it; the mean over steps
     ops = profile.ops[profile.ops["step"].notna()]
-    peak = report.chip["peak_flops_per_s"]
+    peak = report.chip.peak_flops_per_s
     per_step = [
         float(ops.loc[ops["step"] == row.step, "trace_model_flops"].sum())
         / (peak * row.duration_s * ops.loc[ops["step"] == row.step, "device"].nunique())

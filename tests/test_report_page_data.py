@@ -70,7 +70,7 @@ def _check_slices(report: Report, events: pd.DataFrame) -> int:
     start and duration (to the nanosecond) and op name."""
     timeline = report.timeline
     assert timeline is not None
-    clock_offsets = {row["host"]: row["clock_offset_s"] for row in report.hosts}
+    clock_offsets = {row.host: row.clock_offset_s for row in report.hosts}
     assert timeline.outside_steps == int(events["step"].isna().sum())
     checked = 0
     for step in timeline.steps:
@@ -204,13 +204,13 @@ def test_rules_carry_their_thresholds(fixtures_dir: Path, tmp_path: Path) -> Non
     config = RuleConfig.from_mapping({"efficiency_below": 0.2, "disabled": ["tile-padding"]})
     report = report_for(fixtures_dir / "transformer", config=config)
     far = report.rules["far-from-roofline"]
-    assert far["thresholds"] == {"efficiency_below": 0.2, "min_time_share": 0.01}
-    assert report.rules["tile-padding"]["enabled"] is False
-    assert report.rules["small-matmul"]["thresholds"]["mxu_device_kinds"] == ["TPU"]
+    assert far.thresholds == {"efficiency_below": 0.2, "min_time_share": 0.01}
+    assert report.rules["tile-padding"].enabled is False
+    assert report.rules["small-matmul"].thresholds["mxu_device_kinds"] == ["TPU"]
     fired = {f.rule for f in report.findings} - {"straggler-host"}
     assert fired <= set(report.rules)
     for entry in report.rules.values():
-        for name, value in entry["thresholds"].items():
+        for name, value in entry.thresholds.items():
             used = getattr(config, name)
             assert value == (list(used) if isinstance(used, tuple) else used)
 

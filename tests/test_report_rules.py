@@ -10,7 +10,7 @@ from profan.cost.bytes import padding_ratio
 from profan.hlo.opcodes import collective_kind
 from profan.hlo.parser import parse_module
 from profan.hlo.views import called_computations
-from profan.report.model import Device, OpEntry, Report, Summary
+from profan.report.model import ChipSection, Device, OpEntry, Report, Summary
 from profan.report.rules import catalogue as rules
 from profan.report.rules import hlo_checks
 from profan.report.rules.catalogue import OpContext
@@ -57,10 +57,12 @@ def _context(module, instr, *, category: str, measured_s: float = 1e-3, **fields
     return OpContext(entry, instr, module)
 
 
-def _report(kind: str = "TPU", chip: dict | None = None, summary: Summary | None = None) -> Report:
+def _report(
+    kind: str = "TPU", chip: ChipSection | None = None, summary: Summary | None = None
+) -> Report:
     return Report(
         device=Device(kind=kind, count=1),
-        chip=chip or {},
+        chip=chip or ChipSection(),
         steps=[],
         summary=summary or Summary(),
         ops=[],
@@ -96,7 +98,7 @@ def test_small_matmul_fires_on_tpu_only(fixtures_dir: Path) -> None:
     assert "below the 128-wide MXU" in found[0].message
     assert rules.small_matmul(_report("CPU"), ctx, RuleConfig()) == []
     # with the chip's own MXU size of 8 nothing is "small"
-    assert rules.small_matmul(_report("TPU", {"mxu_size": 8}), ctx, RuleConfig()) == []
+    assert rules.small_matmul(_report("TPU", ChipSection(mxu_size=8)), ctx, RuleConfig()) == []
 
 
 def test_f32_matmul_on_gpu(fixtures_dir: Path) -> None:
@@ -186,7 +188,7 @@ def test_large_allgather_of_weight(corpus_dir: Path) -> None:
     gather = module.entry.get("all-gather.1")
     assert hlo_checks.feeds_from_parameter(gather, module)
     ops = [_context(module, gather, category="collective")]
-    chip = {"hbm_capacity_bytes": 16e9}
+    chip = ChipSection(hbm_capacity_bytes=16e9)
     assert rules.large_allgather(_report(chip=chip), ops, RuleConfig()) == []  # 32 bytes
     tiny_share = RuleConfig(allgather_hbm_fraction_above=1e-9)  # 16 bytes of 16 GB
     found = rules.large_allgather(_report(chip=chip), ops, tiny_share)

@@ -84,4 +84,4 @@ def test_a_steps_figures_are_the_reports_step_columns_in_order(
     report = build.build_report(transformer)
     window = ["step", "start_s", "end_s", "measured_s", "window_s"]
     scored = [name for name in names if name not in window]
-    assert [list(step) for step in report.steps] == [window + scored] * len(steps)
+    assert [list(step) for step in report.to_dict()["steps"]] == [window + scored] * len(steps)

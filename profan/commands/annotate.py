@@ -86,7 +86,7 @@ def _formatted(fmt: str, text: str, report: Report, module_key: str, module_name
         and op.program in (None, module_key)
     ]
     data: dict[str, Any] = {
-        "trace": report.trace.get("path"),
+        "trace": report.trace.path,
         "module": module_key,
         "text": text,
         "ops": dataclasses.replace(report, ops=ops).to_dict()["ops"],

@@ -85,4 +85,4 @@ def recompiled_roofline(path: str, source: Report) -> list[ModuleOpRecord]:
     wanted = max(busiest, key=busiest.__getitem__) if busiest else None
     named = [m for m in modules if m.name == wanted]
     module = named[0] if named else max(modules, key=lambda m: len(m.computations))
-    return score_module(module, str(source.chip.get("name")), sharding=describe(module))
+    return score_module(module, source.chip.name, sharding=describe(module))

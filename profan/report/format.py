@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from profan.cost.kernels import SOURCE_MEANINGS
-from profan.report.model import Finding, OpEntry, Summary
+from profan.report.model import Finding, OpEntry, StepRow, Summary
 from profan.units import percent, seconds, si  # the shared formatters (renderers import them here)
 
 
@@ -150,9 +150,13 @@ def step_share_text(ideal_s: float | None, measured_s: float | None) -> str | No
     return f"the step runs at {percent(ideal_s / measured_s)} of its roofline ({times})"
 
 
-def _mean_step_figure(steps: list[dict], name: str) -> float | None:
-    """The mean over steps of a per-step figure, None where no step has it."""
-    values = [float(s[name]) for s in steps if isinstance(s.get(name), int | float)]
+def _mean_idle(steps: list[StepRow]) -> float | None:
+    """The mean over steps of their ``idle_s``, None where no step has it."""
+    values = [
+        float(idle)
+        for s in steps
+        if s.score is not None and isinstance(idle := s.score.idle_s, int | float)
+    ]
     return sum(values) / len(values) if values else None
 
 
@@ -174,7 +178,7 @@ def comm_text(summary: Summary) -> str:
     return f"whole trace per device: {whole} (not overlapped with compute) = {share}"
 
 
-def idle_text(summary: Summary, steps: list[dict]) -> str:
+def idle_text(summary: Summary, steps: list[StepRow]) -> str:
     """The idle line: per step per device (the steps' own ``idle_s``, mean) beside the step
     time, the whole trace's idle and gaps in brackets."""
     whole = (
@@ -182,7 +186,7 @@ def idle_text(summary: Summary, steps: list[dict]) -> str:
         f"{seconds(summary.inter_step_gap_total_s)} in total "
         f"(longest {seconds(summary.inter_step_gap_max_s)})"
     )
-    per_step = _mean_step_figure(steps, "idle_s")
+    per_step = _mean_idle(steps)
     if per_step is None:
         return f"whole trace per device: {whole}"
     return (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy is imported where columns are coded: a report re-opened from the
@@ -46,14 +46,24 @@ class StepSlices:
     starts at the sum of values 0..i, which compresses 3x better than the starts themselves),
     ``duration_ns`` (whole nanoseconds)."""
 
-    step: int  # -1: the whole profile, when the trace marks no steps
-    start_s: float  # the step's start, as ``Report.steps[].start_s`` (step -1: the first op's)
+    #: the step's number (-1: one entry holding the whole profile, when the trace marks no
+    #: step at all)
+    step: int
+    #: the step's start as in `steps[]` (step -1: its first op's start)
+    start_s: float
+    #: the slices: executions and spans
     count: int
+    #: lane of each slice: uint16, an index into `lanes`
     lane: str
+    #: op of each slice: int32, an index into `ops`, or `-(k+1)` for `names[k]`
     op: str
+    #: start of each slice: float64, whole nanoseconds since `start_s`, stored as differences
+    #: (slice i starts at the sum of values 0..i)
     start_ns: str
+    #: duration of each slice: float64, whole nanoseconds
     duration_ns: str
-    in_flight: int = 0  # of ``count``, the async spans (in the lanes marked ``in_flight``)
+    #: how many of the slices are async spans (0 or absent without)
+    in_flight: int = 0
 
     def columns(self) -> dict[str, np.ndarray]:
         """The decoded columns, ``start_ns`` as absolute offsets from the step's start."""
@@ -66,23 +76,21 @@ class StepSlices:
 
 @dataclass(slots=True)
 class Timeline:
-    """One lane per (host, device) that ran ops, and every step's slices."""
+    """One lane per (host, device) that ran ops, and every step's slices (JSON ``timeline``:
+    what the HTML page's timeline draws)."""
 
-    lanes: list[dict[str, Any]]  # {"host": str, "device": int | None}, in lane order
-    names: list[str]  # op names of events with no entry in Report.ops
+    #: one per (host, device) that ran ops, ordered by host name then device:
+    #: `{"host": str, "device": int|null}`; where the trace records async ops' start-to-done
+    #: spans (a TPU trace's "Async XLA Ops" line), each such device has a second lane right after
+    #: its own, `{"host", "device", "in_flight": true}`, holding those spans (their `op` is the
+    #: done op's)
+    lanes: list[dict[str, Any]]
+    #: op names of events with no entry in `ops` (not joined to HLO)
+    names: list[str]
+    #: in step order, each step's slices sorted by lane then start; each column holds `count`
+    #: values written as base64 of the zlib-compressed little-endian array
     steps: list[StepSlices] = field(default_factory=list)
-    outside_steps: int = 0  # op events outside every step: not drawn
+    #: op events outside every step (not in any `steps[]` entry)
+    outside_steps: int = 0
+    #: e.g. that only the median host's events were kept (pods read in the reduced form)
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Timeline:
-        return cls(
-            lanes=[dict(lane) for lane in data["lanes"]],
-            names=list(data["names"]),
-            steps=[StepSlices(**step) for step in data["steps"]],
-            outside_steps=int(data.get("outside_steps", 0)),
-            notes=list(data.get("notes", [])),
-        )

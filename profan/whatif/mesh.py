@@ -146,7 +146,7 @@ def project_mesh(
     model = model or carry_over()
     old = source_mesh(source)
     new = target_mesh(old, wanted)
-    chip_name = str(source.chip.get("name"))
+    chip_name = str(source.chip.name)
     chip = get_chip(chip_name)
     ops = []
     for entry in source.ops:

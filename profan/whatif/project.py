@@ -81,10 +81,10 @@ def host_paced(report: Report) -> bool:
     """Whether the host issues the device's work op by op, so that its pace sets the step: a
     GPU whose kernels ran outside command buffers (CUDA graphs), and a CPU, where the devices
     are the host's own threads."""
-    kind = str(report.device.kind or report.chip.get("kind") or "")
+    kind = str(report.device.kind or report.chip.kind or "")
     if kind == "CPU":
         return True
-    graphs = any("command buffers" in note for note in report.trace.get("notes", []))
+    graphs = any("command buffers" in note for note in report.trace.notes)
     return kind == "GPU" and not graphs
 
 
@@ -114,8 +114,8 @@ def _finish(
         row[0] += (op.measured_s or 0.0) / per
         row[1] += op.projected_s / per
     return Projection(
-        trace=str(report.trace.get("path", "")),
-        source_chip=str(report.chip.get("name")),
+        trace=str(report.trace.path),
+        source_chip=str(report.chip.name),
         target=target,
         target_chip=target_chip,
         devices=devices,
@@ -129,7 +129,7 @@ def _finish(
         step_rule=step.rule,
         ops=sorted(ops, key=lambda op: -op.projected_s),
         programs={name: (row[0], row[1]) for name, row in programs.items()},
-        parameters=_parameters(model, str(report.chip.get("name")), target_chip),
+        parameters=_parameters(model, str(report.chip.name), target_chip),
         notes=notes,
     )
 
@@ -177,7 +177,7 @@ def project_chip(source: Report, on_target: Report, model: CarryOver | None = No
     """``source`` (the measured report) projected onto the chip ``on_target`` was scored
     against: the same trace and HLO, each op's terms on the target's catalogue figures."""
     model = model or carry_over()
-    src_chip, tgt_chip = str(source.chip.get("name")), str(on_target.chip.get("name"))
+    src_chip, tgt_chip = str(source.chip.name), str(on_target.chip.name)
     src_fr, tgt_fr = model.sustained(src_chip), model.sustained(tgt_chip)
     target_ops = {entry.key: entry for entry in on_target.ops}
     ops = []
@@ -246,7 +246,7 @@ def project_hlo(
     roofline (``profan.roofline.score_module`` on the source's chip; ``occurrences`` per
     execution)."""
     model = model or carry_over()
-    chip = str(source.chip.get("name"))
+    chip = str(source.chip.name)
     fractions = model.sustained(chip)
     devices, steps, _ = _per_step(source)
     runs = devices * steps  # the module runs once per device and step (as the profile's does)

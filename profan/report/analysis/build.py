@@ -23,8 +23,17 @@ from profan.report.analysis.memory import memory_section
 from profan.report.analysis.notes import distinct
 from profan.report.analysis.splits import matmul_global_shapes, matmul_splits, matmuls_by_name
 from profan.report.format import partial_devices_note
-from profan.report.model import Device, OpEntry, Report, Scalar
+from profan.report.model import (
+    ChipSection,
+    Device,
+    OpEntry,
+    Report,
+    Scalar,
+    Trace,
+    UnmatchedGroup,
+)
 from profan.report.rules import catalogue as rules
+from profan.report.rules import memory as memory_rules  # noqa: F401  (registers its rules)
 from profan.report.rules.config import RuleConfig
 from profan.report.rules.savings import ranked
 from profan.roofline import CollectiveFacts, OpRecord, Score
@@ -44,26 +53,40 @@ class Analysis:
     shardings: dict[str, ShardingReport] = field(default_factory=dict)  # by module key
 
 
-def chip_dict(chip: Chip) -> dict[str, Any]:
-    """The chip's catalogue fields (scalars and tables) plus the per-device figures the report
-    uses, and where they came from (``source``: the trace's own figures, or the catalogue)."""
-    out: dict[str, Any] = {}
-    for name, value in chip.to_dict().items():
-        if isinstance(value, str | int | float | bool) or value is None:
-            out[name] = value
-        elif isinstance(value, dict):
-            out[name] = {str(k): v for k, v in value.items()}
-    out.update(
-        {
-            "peak_flops_per_s": chip.device_peak_flops("bf16") or None,
-            "hbm_capacity_bytes": chip.device_hbm_capacity_bytes or None,
-            "mxu_size": chip.mxu_size or None,
-            "source": chip.figures_source,
-            "hbm_bytes_per_s_device": chip.device_hbm_bytes_per_s or None,
-            "transcendentals_per_s_device": chip.device_transcendentals_per_s,
-        }
+def chip_section(chip: Chip) -> ChipSection:
+    """The chip's catalogue fields (scalars and tables, ``Chip``'s order) plus the per-device
+    figures the report uses, and where they came from (``source``: the trace's own figures, or
+    the catalogue)."""
+    return ChipSection(
+        name=chip.name,
+        display_name=chip.display_name,
+        kind=chip.kind,
+        peak_flops=dict(chip.peak_flops),
+        hbm_bytes=chip.hbm_bytes,
+        hbm_bytes_per_s=chip.hbm_bytes_per_s,
+        ici_link_bytes_per_s_uni=chip.ici_link_bytes_per_s_uni,
+        ici_link_bytes_per_s_bi=chip.ici_link_bytes_per_s_bi,
+        ici_links=chip.ici_links,
+        topology=chip.topology,
+        ici_hop_latency_s=chip.ici_hop_latency_s,
+        dcn_bytes_per_s=chip.dcn_bytes_per_s,
+        pcie_bytes_per_s=chip.pcie_bytes_per_s,
+        wraparound=chip.wraparound,
+        transcendentals_per_s=chip.transcendentals_per_s,
+        devices_per_chip=chip.devices_per_chip,
+        tensorcores_per_chip=chip.tensorcores_per_chip,
+        megacore=chip.megacore,
+        mxu_size=chip.mxu_size or None,
+        vendor=chip.vendor,
+        approximate=chip.approximate,
+        sources=dict(chip.sources),
+        figure_sources=dict(chip.figure_sources),
+        peak_flops_per_s=chip.device_peak_flops("bf16") or None,
+        hbm_capacity_bytes=chip.device_hbm_capacity_bytes or None,
+        source=chip.figures_source,
+        hbm_bytes_per_s_device=chip.device_hbm_bytes_per_s or None,
+        transcendentals_per_s_device=chip.device_transcendentals_per_s,
     )
-    return out
 
 
 def _device(device: DeviceInfo) -> Device:
@@ -268,27 +291,25 @@ def build_report(
     }
     report = Report(
         device=_device(profile.device),
-        chip=chip_dict(score.chip),
+        chip=chip_section(score.chip),
         steps=steps,
         summary=report_summary,
         ops=entries,
         findings=[],
         unmatched=[
-            {"reason": u.reason, "count": int(u.count), "examples": list(u.examples)[:5]}
-            for u in profile.unmatched
+            UnmatchedGroup(u.reason, int(u.count), list(u.examples)[:5]) for u in profile.unmatched
         ],
         # the readers' words on where the measured side came from (device clock, joins, HLO)
-        trace={"path": str(profile.path), "run": profile.run, "notes": distinct(profile.notes)},
+        trace=Trace(path=str(profile.path), run=profile.run, notes=distinct(profile.notes)),
     )
-    partial = partial_devices_note(report.device.count, report_summary.mesh)
-    if partial is not None:  # per-device figures are of the devices the trace holds
-        report.trace["devices_partial"] = partial
+    # per-device figures are of the devices the trace holds
+    report.trace.devices_partial = partial_devices_note(report.device.count, report_summary.mesh)
     missing = hlo_missing(profile)
+    report.trace.hlo_missing = missing
     if missing is not None:
-        report.trace["hlo_missing"] = missing
         report.summary.mfu = None  # no FLOPs were counted: 0% would be a figure, not a fact
     report.memory = memory_section(profile, score.chip)
-    report.gemms = [row.to_dict() for row in gemm_rows(_with_instructions(profile, keyed))]
+    report.gemms = [row.entry() for row in gemm_rows(_with_instructions(profile, keyed))]
     report.hosts, report.cross_host = hosts_section(profile)
     if with_rules:
         findings = rules.run_rules(report, _rule_contexts(profile, keyed), config)

@@ -21,7 +21,7 @@ from typing import Any
 from profan.cost import CostModel
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.views import backend_config
-from profan.report.model import OpEntry
+from profan.report.model import GemmEntry, GemmKernel, OpEntry
 from profan.report.rules.hlo_checks import find_dot, matmul_dims, operand_shape
 
 _GEMM_TARGETS = ("cublas", "gemm", "hipblas")
@@ -58,34 +58,35 @@ class GemmRow:
     # kernel name -> [count, seconds] (GPU: the ops' kernels, ``OpEntry.kernels``)
     kernels: dict[str, list[Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def entry(self) -> GemmEntry:
+        """The row as the report holds it (JSON ``gemms[]``)."""
         shape = self.shape
-        return {
-            "m": shape.m,
-            "n": shape.n,
-            "k": shape.k,
-            "batch": shape.batch,
-            "lhs_dtype": shape.lhs_dtype,
-            "rhs_dtype": shape.rhs_dtype,
-            "out_dtype": shape.out_dtype,
-            "transpose": shape.transpose,
-            "dims_from": shape.source,
-            "executions": self.executions,
-            "time_s": self.time_s,
-            "flops": self.flops,
-            "op_flops": self.op_flops,
-            "achieved_flops_per_s": self.flops / self.time_s if self.time_s > 0 else None,
-            "peak": "/".join(self.peaks) or None,
-            "peak_flops_per_s": self.flops / self.t_compute_s if self.t_compute_s > 0 else None,
-            "efficiency": self.t_compute_s / self.time_s if self.time_s > 0 else None,
-            "ops": self.ops,
-            "kernels": [
-                {"name": name, "count": count, "time_s": time_s}
+        return GemmEntry(
+            m=shape.m,
+            n=shape.n,
+            k=shape.k,
+            batch=shape.batch,
+            lhs_dtype=shape.lhs_dtype,
+            rhs_dtype=shape.rhs_dtype,
+            out_dtype=shape.out_dtype,
+            transpose=shape.transpose,
+            dims_from=shape.source,
+            executions=self.executions,
+            time_s=self.time_s,
+            flops=self.flops,
+            op_flops=self.op_flops,
+            achieved_flops_per_s=self.flops / self.time_s if self.time_s > 0 else None,
+            peak="/".join(self.peaks) or None,
+            peak_flops_per_s=self.flops / self.t_compute_s if self.t_compute_s > 0 else None,
+            efficiency=self.t_compute_s / self.time_s if self.time_s > 0 else None,
+            ops=self.ops,
+            kernels=[
+                GemmKernel(name, count, time_s)
                 for name, (count, time_s) in sorted(
                     self.kernels.items(), key=lambda item: -item[1][1]
                 )
             ],
-        }
+        )
 
 
 def _free_and_contracting(
@@ -242,26 +243,25 @@ def gemm_rows(ops: list[tuple[OpEntry, Instruction | None, Module | None]]) -> l
 GEMM_COLUMNS = ("M×N×K", "batch", "lhs,rhs→out", "layout", "n", "time", "FLOP/s", "eff", "kernel")
 
 
-def gemm_cells(row: dict[str, Any], kernel_width: int = 60) -> list[str]:
-    """One JSON ``gemms`` row as text cells, in ``GEMM_COLUMNS`` order (the heaviest kernel,
-    cut to ``kernel_width``, with ``+N`` for the others)."""
+def gemm_cells(row: GemmEntry, kernel_width: int = 60) -> list[str]:
+    """One GEMM row as text cells, in ``GEMM_COLUMNS`` order (the heaviest kernel, cut to
+    ``kernel_width``, with ``+N`` for the others)."""
     from profan.report.analysis.kernels import short_name
     from profan.units import percent, seconds, si
 
-    kernels = row.get("kernels") or []
     kernel = ""
-    if kernels:
-        kernel = short_name(str(kernels[0]["name"]), kernel_width)
-        kernel += f" +{len(kernels) - 1}" if len(kernels) > 1 else ""
-    peak = f" of {row['peak']}" if row.get("peak") else ""
+    if row.kernels:
+        kernel = short_name(str(row.kernels[0].name), kernel_width)
+        kernel += f" +{len(row.kernels) - 1}" if len(row.kernels) > 1 else ""
+    peak = f" of {row.peak}" if row.peak else ""
     return [
-        f"{row['m']}×{row['n']}×{row['k']}",
-        str(row["batch"]),
-        f"{row['lhs_dtype']},{row['rhs_dtype']}→{row['out_dtype']}",
-        row.get("transpose") or "-",
-        str(row["executions"]),
-        seconds(row["time_s"]),
-        si(row.get("achieved_flops_per_s"), "FLOP/s"),
-        percent(row.get("efficiency")) + peak,
+        f"{row.m}×{row.n}×{row.k}",
+        str(row.batch),
+        f"{row.lhs_dtype},{row.rhs_dtype}→{row.out_dtype}",
+        row.transpose or "-",
+        str(row.executions),
+        seconds(row.time_s),
+        si(row.achieved_flops_per_s, "FLOP/s"),
+        percent(row.efficiency) + peak,
         kernel,
     ]

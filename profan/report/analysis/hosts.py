@@ -16,36 +16,64 @@ import textwrap
 from typing import Any
 
 from profan.report.format import seconds
-from profan.report.model import Finding, Report
+from profan.report.model import CrossHost, Finding, HostEntry, Report
 
 STRAGGLER_RULE = "straggler-host"
 
 
-def hosts_section(profile: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(``hosts`` entries, ``cross_host`` facts) of a profile; empty for a single host."""
+def hosts_section(profile: Any) -> tuple[list[HostEntry], CrossHost | None]:
+    """(``hosts`` entries, ``cross_host`` facts) of a profile; empty and None for one host."""
     analysis = getattr(profile, "hosts", None)
     if analysis is None:
-        return [], {}
-    data = analysis.to_dict()
-    return data.pop("hosts"), data
+        return [], None
+    hosts = [
+        HostEntry(
+            host=row.host,
+            devices=row.devices,
+            step_time_median_s=row.step_time_median_s,
+            step_time_p90_s=row.step_time_p90_s,
+            late_s=[row.late_s[s] for s in sorted(row.late_s)],
+            late_median_s=row.late_median_s,
+            arrival_late_s=[row.arrival_late_s[s] for s in sorted(row.arrival_late_s)],
+            clock_offset_s=row.clock_offset_s,
+            idle_share=row.idle_share,
+            straggler=row.straggler,
+        )
+        for row in analysis.hosts
+    ]
+    cross = CrossHost(
+        steps=analysis.steps,
+        skew_s=[analysis.skew_s[s] for s in analysis.steps],
+        wait_s=[analysis.wait_s.get(s, 0.0) for s in analysis.steps],
+        max_skew_s=analysis.max_skew_s,
+        stragglers=analysis.stragglers,
+        alignment=analysis.alignment,
+        shared_collectives=analysis.shared_collectives,
+    )
+    return hosts, cross
+
+
+def _waited(cross: CrossHost) -> float:
+    """Time the hosts spent waiting in shared collectives, over the profile."""
+    return sum(value or 0.0 for value in cross.wait_s)
 
 
 def straggler_findings(report: Report) -> list[Finding]:
     """One ``straggler-host`` finding per straggler, with the time the others waited."""
     cross = report.cross_host
-    if not cross:
+    if cross is None:
         return []
-    waited = sum(value or 0.0 for value in cross.get("wait_s", []))
+    waited = _waited(cross)
     found = []
     for entry in report.hosts:
-        if not entry.get("straggler"):
+        if not entry.straggler:
             continue
-        steps = len(entry.get("late_s", []))
+        steps = len(entry.late_s)
         found.append(
             Finding(
                 rule=STRAGGLER_RULE,
                 message=(
-                    f"host {entry['host']} starts steps {seconds(entry['late_median_s'])} late "
+                    f"host {entry.host} starts steps {seconds(entry.late_median_s)} late "
                     f"(median over {steps} steps, against the median host); the other hosts "
                     f"waited {seconds(waited)} in shared collectives over the profile"
                 ),
@@ -54,7 +82,7 @@ def straggler_findings(report: Report) -> list[Finding]:
                     "hardware; the others idle in collectives until it arrives"
                 ),
                 time_s=float(waited),
-                host=str(entry["host"]),
+                host=str(entry.host),
             )
         )
     return found
@@ -66,7 +94,8 @@ def host_checks(
     """``[budget] max_host_skew_s`` as (name, passed, message, source) for ``profan check``."""
     if max_host_skew_s is None:
         return []
-    if not report.cross_host:
+    cross = report.cross_host
+    if cross is None:
         return [
             (
                 "host_skew",
@@ -75,8 +104,8 @@ def host_checks(
                 None,
             )
         ]
-    skew = float(report.cross_host.get("max_skew_s") or 0.0)
-    stragglers = ", ".join(report.cross_host.get("stragglers", [])) or "none"
+    skew = float(cross.max_skew_s or 0.0)
+    stragglers = ", ".join(cross.stragglers) or "none"
     return [
         (
             "host_skew",
@@ -93,21 +122,26 @@ def _rows(report: Report) -> list[tuple[str, str, str, str, str]]:
     for entry in report.hosts:
         rows.append(
             (
-                str(entry["host"]),
-                str(len(entry.get("devices", []))),
-                seconds(entry.get("step_time_median_s")),
-                seconds(entry.get("late_median_s")),
-                "straggler" if entry.get("straggler") else "",
+                str(entry.host),
+                str(len(entry.devices)),
+                seconds(entry.step_time_median_s),
+                seconds(entry.late_median_s),
+                "straggler" if entry.straggler else "",
             )
         )
     return rows
 
 
+def _cross(report: Report) -> CrossHost:
+    """The cross-host facts (empty where a report has hosts but lacks them)."""
+    return report.cross_host or CrossHost()
+
+
 def _headline(report: Report) -> str:
-    cross = report.cross_host
-    skew = seconds(cross.get("max_skew_s"))
-    waited = seconds(sum(value or 0.0 for value in cross.get("wait_s", [])))
-    stragglers = ", ".join(cross.get("stragglers", [])) or "none"
+    cross = _cross(report)
+    skew = seconds(cross.max_skew_s)
+    waited = seconds(_waited(cross))
+    stragglers = ", ".join(cross.stragglers) or "none"
     return (
         f"{len(report.hosts)} hosts; largest step skew {skew}; stragglers: {stragglers}; time "
         f"waited in shared collectives: {waited}"
@@ -121,7 +155,7 @@ def terminal_lines(report: Report, width: int = 100) -> list[str]:
     lines = ["Hosts (late = step start against the median host, clocks aligned)"]
     lines += textwrap.wrap(_headline(report), width, initial_indent="  ", subsequent_indent="  ")
     lines += textwrap.wrap(
-        report.cross_host.get("alignment", ""), width, initial_indent="  ", subsequent_indent="  "
+        _cross(report).alignment, width, initial_indent="  ", subsequent_indent="  "
     )
     header = ("host", "devices", "step median", "late median", "")
     table = [header, *_rows(report)]
@@ -143,7 +177,7 @@ def markdown_lines(report: Report) -> list[str]:
         "",
         _headline(report) + ".",
         "",
-        report.cross_host.get("alignment", "") + ".",
+        _cross(report).alignment + ".",
         "",
         "| host | devices | step median | late median | |",
         "|---|---:|---:|---:|---|",
@@ -166,25 +200,26 @@ def html_section(report: Report) -> str:
     if not report.hosts:
         return ""
     e = html_lib.escape
-    steps = report.cross_host.get("steps", [])
-    lates = [v for entry in report.hosts for v in entry.get("late_s", []) if v is not None]
+    cross = _cross(report)
+    steps = cross.steps
+    lates = [v for entry in report.hosts for v in entry.late_s if v is not None]
     scale = max((abs(v) for v in lates), default=0.0)
     parts = [
         "<h2>Hosts</h2>",
-        f"<p>{e(_headline(report))}<br>{e(report.cross_host.get('alignment', ''))}</p>",
+        f"<p>{e(_headline(report))}<br>{e(cross.alignment)}</p>",
         "<table class='heatmap'><tr><th>host</th><th>step median</th>",
     ]
     parts += [f"<th>{e(str(step))}</th>" for step in steps]
     parts.append("</tr>")
     for entry in report.hosts:
         parts.append(
-            f"<tr><td class='name'>{e(str(entry['host']))}</td>"
-            f"<td class='num'>{e(seconds(entry.get('step_time_median_s')))}</td>"
+            f"<tr><td class='name'>{e(str(entry.host))}</td>"
+            f"<td class='num'>{e(seconds(entry.step_time_median_s))}</td>"
         )
-        for step, late in zip(steps, entry.get("late_s", []), strict=False):
+        for step, late in zip(steps, entry.late_s, strict=False):
             parts.append(
                 f"<td class='num' style='background:{_cell_colour(late, scale)}' "
-                f"data-step='{e(str(step))}' data-host='{e(str(entry['host']))}' "
+                f"data-step='{e(str(step))}' data-host='{e(str(entry.host))}' "
                 f"title='step {e(str(step))}: late {e(seconds(late))}'>{e(seconds(late))}</td>"
             )
         parts.append("</tr>")

@@ -23,7 +23,7 @@ def distinct(notes: Iterable[str]) -> list[str]:
 
 def notes_shown(report: Report) -> tuple[list[str], int]:
     """The notes a text format lists, and how many more the JSON has."""
-    notes = [str(note) for note in report.trace.get("notes") or []]
+    notes = [str(note) for note in report.trace.notes]
     return notes[:SHOWN], max(len(notes) - SHOWN, 0)
 
 

@@ -16,11 +16,9 @@ import numpy as np
 import pandas as pd
 
 from profan.report.analysis import timeline
-from profan.report.model import IdleGap, OpEntry, Scalar, Summary
+from profan.report.model import IdleGap, OpEntry, Scalar, StepRow, StepScore, Summary
 from profan.roofline import BOUNDS, OpRecord, StepRecord
 from profan.trace.profile import OP_IDENTITY, row_groups
-
-STEP_FIELDS = tuple(f.name for f in dataclasses.fields(StepRecord))  # in the JSON's order
 
 # Categories whose events count as "compute" that can hide communication.  ``control`` (while,
 # conditional, call) is left out because its event encloses the ops it runs.
@@ -185,35 +183,40 @@ def _number(value: Any, default: float = 0.0) -> float:
     return number if math.isfinite(number) else default
 
 
-def steps(profile_steps: pd.DataFrame | None, score_steps: Sequence[StepRecord]) -> list[dict]:
+def steps(profile_steps: pd.DataFrame | None, score_steps: Sequence[StepRecord]) -> list[StepRow]:
     """One row per step: start/end and the trace's window (``window_s``) from the profile, then
     the scorer's per-step figures; ``measured_s`` is the scorer's (what its ideal is compared
     with: the step's own ops' span, never less than the window), else the window."""
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, StepRow] = {}
     if profile_steps is not None and len(profile_steps):
         for record in profile_steps.to_dict("records"):
             step = int(record["step"])
             window = _number(record.get("duration_s"))
-            rows[step] = {
-                "step": step,
-                "start_s": _number(record.get("start_s")),
-                "end_s": _number(record.get("end_s")),
-                "measured_s": window,
-                "window_s": window,
-            }
+            rows[step] = StepRow(
+                step=step,
+                start_s=_number(record.get("start_s")),
+                end_s=_number(record.get("end_s")),
+                measured_s=window,
+                window_s=window,
+            )
     for record in score_steps:
-        row = rows.setdefault(record.step, {"step": record.step})
-        for name in STEP_FIELDS:
-            if name == "step" or (name == "window_s" and "window_s" in row):
-                continue
-            row[name] = getattr(record, name)
+        row = rows.setdefault(record.step, StepRow(step=record.step))
+        row.measured_s = record.measured_s
+        if row.window_s is None:
+            row.window_s = record.window_s
+        row.score = StepScore(**{name: getattr(record, name) for name in _SCORE_FIELDS})
     return [rows[k] for k in sorted(rows)]
+
+
+# The scorer's step figures kept in ``StepRow.score`` (a ``StepRecord``'s, less its step, measured
+# and window: the row's own).
+_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(StepScore))
 
 
 def summarise(
     *,
     ops: list[OpEntry],
-    steps: list[dict[str, Any]],
+    steps: list[StepRow],
     facts: Overlap,
     busy: BusyTime,
     total_event_time_s: float,
@@ -225,15 +228,11 @@ def summarise(
     statistics are over the trace's step windows (what the profiler recorded as the step).
     ``unmatched_event_time_s``: the op events joined to no HLO instruction (they have rows in
     ``ops`` too, cost unknown, so the ops' sum cannot tell them apart)."""
-    windows = [s.get("window_s", s.get("measured_s")) for s in steps]
+    windows = [s.measured_s if s.window_s is None else s.window_s for s in steps]
     step_times = np.array([w for w in windows if w], dtype=float)
     devices = max(device_count, 1)
     time_by_bound = {**dict.fromkeys(BOUNDS, 0.0), **busy.by_bound_s, "idle": busy.idle_s}
-    gaps = [
-        steps[i + 1]["start_s"] - steps[i]["end_s"]
-        for i in range(len(steps) - 1)
-        if "start_s" in steps[i + 1] and "end_s" in steps[i]
-    ]
+    gaps = [steps[i + 1].start_s - steps[i].end_s for i in range(len(steps) - 1)]
     gaps = [g for g in gaps if g > 0]
     have_steps = len(step_times) > 0
     return Summary(

@@ -44,8 +44,8 @@ import msgspec
 
 from profan.errors import ConfigError
 from profan.report.analysis.hosts import host_checks
-from profan.report.analysis.memory import memory_checks
 from profan.report.check.baseline.entry import Entry
+from profan.report.check.memory import memory_checks
 from profan.report.check.regressions import against, mfu_missing, step_time_missing
 from profan.report.check.results import CheckResult
 from profan.report.format import percent, seconds

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profan.escape import escaped, terminal
-from profan.report.analysis.memory import diff_lines as memory_diff_lines
+from profan.report.check.memory import diff_lines as memory_diff_lines
 from profan.report.format import percent, seconds
 from profan.report.keys import pair_ops
 from profan.report.model import Report

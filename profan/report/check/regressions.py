@@ -70,7 +70,7 @@ def step_time_missing(report: Report) -> str | None:
 def mfu_missing(report: Report) -> str | None:
     """Why the report has no MFU a gate can use (None when it has one)."""
     s = report.summary
-    if report.trace.get("hlo_missing"):
+    if report.trace.hlo_missing:
         return "the trace was joined to no HLO (pass --hlo DIR or the run's .xplane.pb)"
     why = step_time_missing(report)
     if why is not None:

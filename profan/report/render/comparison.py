@@ -40,7 +40,7 @@ def side(report: Report, label: str) -> Side:
         program = op.program or op.module
         time_of[program] = time_of.get(program, 0.0) + op.measured_s
     programs = sorted(time_of, key=lambda name: -time_of[name])
-    chip = str(report.chip.get("name") or "?")
+    chip = report.chip.name or "?"
     return Side(label, chip, devices, programs)
 
 

@@ -6,7 +6,6 @@ from profan.escape import escaped, markdown_code, markdown_text
 from profan.report.analysis.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.analysis.hosts import markdown_lines as hosts_markdown_lines
 from profan.report.analysis.kernels import short_name
-from profan.report.analysis.memory import markdown_lines as memory_markdown_lines
 from profan.report.analysis.notes import HEADING as NOTES_HEADING
 from profan.report.analysis.notes import more_text, notes_shown
 from profan.report.format import (
@@ -23,6 +22,7 @@ from profan.report.format import (
     step_share_text,
 )
 from profan.report.model import OpEntry, Report
+from profan.report.render.memory import markdown_lines as memory_markdown_lines
 from profan.report.render.outline import in_order
 from profan.report.render.terminal import (
     ROOFLINE_COLUMNS,
@@ -74,7 +74,7 @@ def _gemm_lines(report: Report, top: int) -> list[str]:
     for row in report.gemms[:top]:
         cells = [_cell(cell) for cell in gemm_cells(row)]
         cells[-1] = markdown_code(cells[-1]) if cells[-1] else ""
-        ops = ", ".join(markdown_code(str(op)) for op in row.get("ops", [])[:3])
+        ops = ", ".join(markdown_code(str(op)) for op in row.ops[:3])
         lines.append("| " + " | ".join(cells) + f" | {ops} |")
     return lines
 
@@ -101,8 +101,8 @@ def render(
     s, d, chip = report.summary, report.device, report.chip
     mfu = mfu_text(s.mfu, s.scorer.get("mfu_peak_dtype"), s.scorer.get("mfu_peak_source"))
     step_share = step_share_text(s.step_ideal_s, s.step_measured_s)
-    lines = [f"# profan report: {markdown_code(report.trace.get('path', ''))}", ""]
-    no_hlo = report.trace.get("hlo_missing")
+    lines = [f"# profan report: {markdown_code(report.trace.path)}", ""]
+    no_hlo = report.trace.hlo_missing
     if no_hlo:
         lines += [f"**HLO:** {_cell(no_hlo)}", ""]
     lines += [
@@ -110,12 +110,12 @@ def render(
         "|---|---|",
         f"| device | {d.count} × {d.type or d.kind} ({d.kind}) |",
         *(
-            [f"| devices | {_cell(str(report.trace['devices_partial']))} |"]
-            if report.trace.get("devices_partial")
+            [f"| devices | {_cell(str(report.trace.devices_partial))} |"]
+            if report.trace.devices_partial
             else []
         ),
-        f"| chip | {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
-        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} (source: {chip.get('source')}) |",
+        f"| chip | {chip.name or '?'}: {si(chip.peak_flops_per_s, 'FLOP/s')}, HBM "
+        f"{si(chip.hbm_bytes_per_s_device, 'B/s')} (source: {chip.source}) |",
         *(
             [f"| accounting | {_cell(str(s.scorer['accounting_note']))} |"]
             if s.scorer.get("accounting_note")
@@ -124,7 +124,7 @@ def render(
         f"| steps | {s.step_count} |",
         f"| step time | median {seconds(s.step_time_median_s)}, min "
         f"{seconds(s.step_time_min_s)}, max {seconds(s.step_time_max_s)} |",
-        *[f"| step {st['step']} | {_cell(st['note'])} |" for st in report.steps if st.get("note")],
+        *[f"| step {st.step} | {_cell(st.note)} |" for st in report.steps if st.note],
         *(
             []  # no FLOPs and no roofline without the HLO: the line at the top says so
             if no_hlo
@@ -171,7 +171,7 @@ def render(
 
 def _ops_lines(report: Report, top: int, heading: str | None) -> list[str]:
     """The op table, its title and legend."""
-    no_hlo = report.trace.get("hlo_missing")
+    no_hlo = report.trace.hlo_missing
     legend = None if no_hlo else sources_legend(report.ops[:top])
     async_words = async_legend(report.ops[:top])
     columns = [c for c in _COLUMNS if not (no_hlo and c[0] in ROOFLINE_COLUMNS)]
@@ -241,7 +241,7 @@ def _findings_lines(report: Report) -> list[str]:
 def _unmatched_lines(report: Report) -> list[str]:
     lines = ["", "## Unmatched", ""]
     if report.unmatched:
-        lines += [f"- {u['count']} events: {u['reason']}" for u in report.unmatched]
+        lines += [f"- {u.count} events: {u.reason}" for u in report.unmatched]
     else:
         lines.append("Every op event was joined to its HLO instruction.")
     return lines

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from profan.outputs import write_file
-from profan.report.model import OpEntry, Report
+from profan.report.model import OpEntry, Report, StepRow
 from profan.units import TIME_UNITS, seconds, si
 
 CATEGORY_COLOURS = {
@@ -105,8 +105,8 @@ def _compute_panel(ax: Axes, report: Report, points: list[OpEntry], largest: flo
             edgecolors="black",
             linewidths=0.3,
         )
-    peak = report.chip.get("peak_flops_per_s")
-    bandwidth = report.chip.get("hbm_bytes_per_s_device")
+    peak = report.chip.peak_flops_per_s
+    bandwidth = report.chip.hbm_bytes_per_s_device
     intensities = [op.flops / op.hbm_bytes for op in points] or [1.0]
     low = min(min(intensities) / 4, 0.1)
     high = max(max(intensities) * 4, (peak / bandwidth * 4) if peak and bandwidth else 10.0)
@@ -157,12 +157,12 @@ def _transfer_panel(ax: Axes, report: Report, moves: list[OpEntry], largest: flo
             linewidths=0.3,
         )
     chip = report.chip
-    links = chip.get("ici_links") or 1
-    link = chip.get("ici_link_bytes_per_s_uni")
+    links = chip.ici_links or 1
+    link = chip.ici_link_bytes_per_s_uni
     roofs = [
         ("interconnect", link * links if link else None, "#d62728", "-"),
-        ("host link (PCIe)", chip.get("pcie_bytes_per_s"), "#8c564b", "--"),
-        ("HBM", chip.get("hbm_bytes_per_s_device"), "black", ":"),
+        ("host link (PCIe)", chip.pcie_bytes_per_s, "#8c564b", "--"),
+        ("HBM", chip.hbm_bytes_per_s_device, "black", ":"),
     ]
     for name, rate, colour, style in roofs:
         if rate:
@@ -192,30 +192,33 @@ def roofline(report: Report) -> Figure:
     largest = max((op.measured_s for op in usable), default=0.0)
     _compute_panel(left, report, points, largest)
     _transfer_panel(right, report, moves, largest)
-    name = report.chip.get("display_name") or report.chip.get("name", "")
+    name = report.chip.display_name or report.chip.name
     fig.suptitle(f"Roofline: {name} (marker area: the op's measured time, all devices)")
     fig.tight_layout()
     return fig
 
 
-def step_parts(step: dict) -> tuple[dict[str, float], bool]:
+def step_parts(step: StepRow) -> tuple[dict[str, float], bool]:
     """A step's time per device by bound, then idle (the scorer's ``time_<bound>_s`` and
     ``idle_s``, which sum to its ``measured_s``), and whether it has them; a report written
     before them has only shares of op time, returned scaled to the step (``False``)."""
-    timed = {k[5:-2]: float(v or 0.0) for k, v in step.items() if k.startswith("time_")}
+    if step.score is None:
+        return {}, False
+    times = step.score.times_s().items()
+    timed = {bound: float(value or 0.0) for bound, value in times if value is not None}
     if timed:
-        return {**timed, "idle": float(step.get("idle_s") or 0.0)}, True
-    shares = {k[6:]: float(v or 0.0) for k, v in step.items() if k.startswith("share_")}
-    return {k: v * float(step["measured_s"]) for k, v in shares.items()}, False
+        return {**timed, "idle": float(step.score.idle_s or 0.0)}, True
+    shares = step.score.shares().items()
+    return {k: float(v or 0.0) * step.measured_s for k, v in shares if v is not None}, False
 
 
 def time_per_step(report: Report) -> Figure:
     """Each step's time per device by bound and idle, one bar per step."""
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
-    steps = [s for s in report.steps if s.get("measured_s")]
+    steps = [s for s in report.steps if s.measured_s]
     parts = [step_parts(s) for s in steps]
     if steps and any(p for p, _ in parts):
-        factor, unit = time_unit(max(float(s["measured_s"]) for s in steps))
+        factor, unit = time_unit(max(float(s.measured_s) for s in steps))
         positions = list(range(len(steps)))
         bottom = [0.0] * len(steps)
         names = list(dict.fromkeys(name for p, _ in parts for name in p))
@@ -226,7 +229,7 @@ def time_per_step(report: Report) -> Figure:
             colour = BOUND_COLOURS.get(bound, "#17becf")
             ax.bar(positions, heights, bottom=bottom, width=0.85, color=colour, label=bound)
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-        thin_ticks(ax, positions, [str(s["step"]) for s in steps])
+        thin_ticks(ax, positions, [str(s.step) for s in steps])
         exact = all(timed for _, timed in parts)
         title = "Step time by bound, idle included" if exact else "Step time by share of op time"
         ax.set_xlabel("step")

@@ -10,7 +10,6 @@ from profan.escape import escaped
 from profan.report.analysis.gemms import GEMM_COLUMNS, gemm_cells
 from profan.report.analysis.hosts import terminal_lines as hosts_terminal_lines
 from profan.report.analysis.kernels import kernel_summary
-from profan.report.analysis.memory import terminal_lines as memory_terminal_lines
 from profan.report.analysis.notes import HEADING as NOTES_HEADING
 from profan.report.analysis.notes import more_text, notes_shown
 from profan.report.analysis.splits import split_text
@@ -40,6 +39,7 @@ from profan.report.render.layout import (
     try_widths,
     use_colour,
 )
+from profan.report.render.memory import terminal_lines as memory_terminal_lines
 from profan.report.render.outline import in_order
 from profan.report.rules.catalogue import RULES
 from profan.report.rules.savings import grouped_findings
@@ -184,7 +184,7 @@ def op_table(
     for optional in ("sharding", "wait"):
         if not any(row[optional] for row in rows):
             columns = [c for c in columns if c.header != optional]
-    if report.trace.get("hlo_missing"):  # joined to no HLO: no ideal, bound or cost
+    if report.trace.hlo_missing:  # joined to no HLO: no ideal, bound or cost
         columns = [c for c in columns if c.header not in ROOFLINE_COLUMNS]
     if not any(row["flags"] for row in rows):
         columns = [c for c in columns if c.header != "flags"]
@@ -211,7 +211,7 @@ def op_table(
         lines = table(columns, [], widths, style)
     hidden = [c.header for c in _op_columns() if c.header not in {x.header for x in columns}]
     hidden = [h for h in hidden if h != "flags" or not flags_below]
-    if report.trace.get("hlo_missing"):  # left out, not hidden for want of room
+    if report.trace.hlo_missing:  # left out, not hidden for want of room
         hidden = [h for h in hidden if h not in ROOFLINE_COLUMNS]
     hidden = [h for h in hidden if any(row.get(h) for row in rows)]
     advice = "widen the terminal, set COLUMNS, or use --format md|html|json"
@@ -284,29 +284,28 @@ def render(
         out.append(f"{style(label.ljust(8), 'bold')} {wrapped[0]}")
         out.extend(" " * 9 + line for line in wrapped[1:])
 
-    title = f"profan report: {report.trace.get('path', '')}"
+    title = f"profan report: {report.trace.path}"
     out.extend(style(line, "bold") for line in para(title, width, hang=2))
-    no_hlo = report.trace.get("hlo_missing")
+    no_hlo = report.trace.hlo_missing
     if no_hlo:  # one line, not wrapped: what is missing and what to pass
         out.append(f"{style('HLO'.ljust(8), 'yellow')} {no_hlo}")
     field(
         "device",
         f"{d.count} × {d.type or d.kind} ({d.kind}, {len(d.hosts)} host(s))",
     )
-    partial = report.trace.get("devices_partial")
+    partial = report.trace.devices_partial
     if partial:
         field("", str(partial))
     transcendentals = ""
-    if "transcendentals_per_s_device" in chip:  # reports made before it say nothing
-        rate = chip["transcendentals_per_s_device"]
-        transcendentals = (
-            f", transcendentals {si(rate, '/s')}" if rate else ", transcendental rate unknown"
-        )
+    rate = chip.transcendentals_per_s_device
+    transcendentals = (
+        f", transcendentals {si(rate, '/s')}" if rate else ", transcendental rate unknown"
+    )
     field(
         "chip",
-        f"{chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
-        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')}{transcendentals} per device  "
-        f"[source: {chip.get('source')}]",
+        f"{chip.name or '?'}: {si(chip.peak_flops_per_s, 'FLOP/s')}, HBM "
+        f"{si(chip.hbm_bytes_per_s_device, 'B/s')}{transcendentals} per device  "
+        f"[source: {chip.source}]",
     )
     if s.scorer.get("accounting_note"):
         field("", f"{s.scorer.get('accounting')}: {s.scorer['accounting_note']}")
@@ -321,7 +320,7 @@ def render(
             f"(min {seconds(s.step_time_min_s)}, p90 {seconds(s.step_time_p90_s)},"
             f" max {seconds(s.step_time_max_s)})",
         )
-        noted = [(s["step"], s["note"]) for s in report.steps if s.get("note")]
+        noted = [(step.step, step.note) for step in report.steps if step.note]
         for step, note in noted[:2]:
             field("", f"step {step}: {note}")
         if len(noted) > 2:
@@ -393,7 +392,7 @@ def _ops_lines(
 ) -> list[str]:
     """The op table, its title and legends."""
     out: list[str] = []
-    no_hlo = report.trace.get("hlo_missing")
+    no_hlo = report.trace.hlo_missing
     devices = max(report.summary.device_count, 1)
     totals = "measured" if no_hlo else "measured, ideal, FLOPs and bytes"
     shown = min(top, len(report.ops))
@@ -469,7 +468,7 @@ def _unmatched_lines(report: Report, width: int) -> list[str]:
     out: list[str] = []
     unmatched = report.unmatched
     if unmatched:
-        count = sum(u["count"] for u in unmatched)
+        count = sum(u.count for u in unmatched)
         out.extend(
             para(
                 f"Unmatched: {count} op events ({seconds(report.summary.unmatched_op_time_s)}, "
@@ -478,8 +477,8 @@ def _unmatched_lines(report: Report, width: int) -> list[str]:
             )
         )
         for u in unmatched:
-            examples = ", ".join(u.get("examples", [])[:3])
-            text = f"{u['count']:>8}  {u['reason']}" + (f"  (e.g. {examples})" if examples else "")
+            examples = ", ".join(u.examples[:3])
+            text = f"{u.count:>8}  {u.reason}" + (f"  (e.g. {examples})" if examples else "")
             out.extend(para(text, width, indent=2, hang=12))
     else:
         out.append("Unmatched: 0 op events (every event was joined to its HLO instruction)")

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from profan.hlo.model import Instruction, Module
 from profan.hlo.views import custom_call_target
 from profan.report.format import percent, seconds, si
-from profan.report.model import Finding, OpEntry, Report
+from profan.report.model import Finding, OpEntry, Report, RuleEntry, RuleValue
 from profan.report.rules.advice import cost_unknown_advice
 from profan.report.rules.config import RuleConfig
 from profan.report.rules.hlo_checks import (
@@ -72,7 +71,7 @@ def rule(
     return register
 
 
-def _values(config: RuleConfig, names: tuple[str, ...]) -> dict[str, Any]:
+def _values(config: RuleConfig, names: tuple[str, ...]) -> dict[str, RuleValue]:
     return {
         name: list(value) if isinstance(value, tuple) else value
         for name in names
@@ -80,16 +79,16 @@ def _values(config: RuleConfig, names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def rule_table(config: RuleConfig) -> dict[str, dict[str, Any]]:
+def rule_table(config: RuleConfig) -> dict[str, RuleEntry]:
     """Every rule with what it checks and the thresholds it used (JSON ``rules``), so a reader
     of a finding sees the line it crossed."""
     return {
-        info.name: {
-            "summary": info.summary,
-            "thresholds": _values(config, info.thresholds),
-            "floors": _values(config, info.floors),
-            "enabled": info.name not in config.disabled,
-        }
+        info.name: RuleEntry(
+            summary=info.summary,
+            thresholds=_values(config, info.thresholds),
+            floors=_values(config, info.floors),
+            enabled=info.name not in config.disabled,
+        )
         for info in RULES.values()
     }
 
@@ -387,10 +386,9 @@ def tile_padding(report: Report, ops: list[OpContext], config: RuleConfig) -> li
 
 
 def _mxu_size(report: Report, config: RuleConfig) -> int:
-    for name, value in report.chip.items():
-        if "mxu" in name.lower() and isinstance(value, int) and value > 0:
-            return value
-    return config.mxu_size
+    """The chip's own matrix unit size, else ``[rules] mxu_size``."""
+    size = report.chip.mxu_size
+    return size if isinstance(size, int) and size > 0 else config.mxu_size
 
 
 @rule(
@@ -490,7 +488,7 @@ def host_transfer(report: Report, ops: list[OpContext], config: RuleConfig) -> l
     floors=MEMORY_FLOORS,
 )
 def large_allgather(report: Report, ops: list[OpContext], config: RuleConfig) -> list[Finding]:
-    capacity = report.chip.get("hbm_capacity_bytes")
+    capacity = report.chip.hbm_capacity_bytes
     if not capacity:
         return []
     out = []

@@ -46,7 +46,7 @@ class RuleConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     allgather_hbm_fraction_above: NonNegative = 0.05
     # idle: gaps between steps longer than this fraction of the median step time
     idle_gap_fraction_above: NonNegative = 0.10
-    # memory (profan.report.analysis.memory): a program's peak above this share of the chip's
+    # memory (profan.report.rules.memory): a program's peak above this share of the chip's
     # memory per device; one temporary buffer above this share of its program's peak
     memory_near_capacity_above: NonNegative = 0.90
     memory_large_temporary_share_above: NonNegative = 0.25

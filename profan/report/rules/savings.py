@@ -33,7 +33,7 @@ def device_time_s(report: Report) -> float | None:
 
 
 def memory_per_device(report: Report) -> float | None:
-    capacity = report.chip.get("hbm_capacity_bytes")
+    capacity = report.chip.hbm_capacity_bytes
     return float(capacity) if isinstance(capacity, int | float) and capacity > 0 else None
 
 

@@ -73,7 +73,7 @@ def _cards(report: Report) -> list[str]:
                 f"{seconds(s.step_time_p90_s)}, max {seconds(s.step_time_max_s)}",
             )
         )
-    no_hlo = bool(report.trace.get("hlo_missing"))  # no FLOPs, no roofline: the header says so
+    no_hlo = bool(report.trace.hlo_missing)  # no FLOPs, no roofline: the header says so
     ideal, measured = s.step_ideal_s, s.step_measured_s
     share_text = step_share_text(ideal, measured)
     if no_hlo:
@@ -131,7 +131,7 @@ def _cards(report: Report) -> list[str]:
 def _bound_bar(report: Report) -> str:
     """Time by bound per device as one stacked bar, each part labelled with its share."""
     bounds = {k: v for k, v in report.summary.time_by_bound_s.items() if v > 0}
-    if report.trace.get("hlo_missing"):  # joined to no HLO: every op's bound is unknown
+    if report.trace.hlo_missing:  # joined to no HLO: every op's bound is unknown
         return _category_line(report)
     total = sum(bounds.values())
     if total <= 0:
@@ -167,7 +167,7 @@ def _category_line(report: Report) -> str:
 
 def _notes(report: Report) -> str:
     """Per-step notes and the scorer's accounting, collapsed to one line with a count."""
-    noted = [(step["step"], str(step["note"])) for step in report.steps if step.get("note")]
+    noted = [(step.step, str(step.note)) for step in report.steps if step.note]
     parts = []
     accounting = report.summary.scorer.get("accounting_note")
     if accounting:
@@ -210,8 +210,8 @@ def _trace_notes(report: Report) -> str:
 def _no_hlo(report: Report) -> str:
     """The one line saying the ops were joined to no HLO, and what to pass (empty when they
     were)."""
-    missing = report.trace.get("hlo_missing")
-    partial = report.trace.get("devices_partial")
+    missing = report.trace.hlo_missing
+    partial = report.trace.devices_partial
     return (
         f"<div class='note-line no-hlo'><b>HLO</b> {escape(str(missing))}</div>" if missing else ""
     ) + (f"<div class='note-line'><b>devices</b> {escape(str(partial))}</div>" if partial else "")
@@ -219,13 +219,13 @@ def _no_hlo(report: Report) -> str:
 
 def header_html(report: Report) -> str:
     s, d, chip = report.summary, report.device, report.chip
-    path = str(report.trace.get("path", ""))
+    path = str(report.trace.path)
     hosts = len(d.hosts)
     facts = [
         f"{d.count} × {d.type or d.kind} ({d.kind}, {hosts} host(s))",
-        f"chip {chip.get('name', '?')}: {si(chip.get('peak_flops_per_s'), 'FLOP/s')}, HBM "
-        f"{si(chip.get('hbm_bytes_per_s_device'), 'B/s')} per device [source: "
-        f"{chip.get('source')}]",
+        f"chip {chip.name or '?'}: {si(chip.peak_flops_per_s, 'FLOP/s')}, HBM "
+        f"{si(chip.hbm_bytes_per_s_device, 'B/s')} per device [source: "
+        f"{chip.source}]",
         *(
             f"mesh {module}: " + " × ".join(f"{name}={size}" for name, size in axes.items())
             for module, axes in s.mesh.items()

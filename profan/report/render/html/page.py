@@ -16,11 +16,11 @@ from importlib.resources import files
 from typing import Any
 
 from profan.report.analysis.hosts import html_section as hosts_section
-from profan.report.analysis.memory import html_section as memory_section
 from profan.report.format import bytes_lines, flops_lines, seconds, sources_legend
 from profan.report.model import OpEntry, Report
 from profan.report.render.html.header import header_html
 from profan.report.render.html.sections import findings_html, gemms_html, unmatched_html
+from profan.report.render.memory import html_section as memory_section
 from profan.report.render.outline import SECTIONS, in_order
 from profan.report.render.terminal import (
     async_legend,
@@ -63,7 +63,7 @@ def _script_json(data: dict[str, Any]) -> str:
 
 def _ops_intro(report: Report) -> str:
     devices = max(report.summary.device_count, 1)
-    no_hlo = bool(report.trace.get("hlo_missing"))  # no ideal, bound or cost columns
+    no_hlo = bool(report.trace.hlo_missing)  # no ideal, bound or cost columns
     text = (
         f"{'Measured' if no_hlo else 'Measured, ideal, FLOPs and bytes'}: summed over all "
         f"{devices} devices and the op's n "
@@ -77,7 +77,7 @@ def _ops_intro(report: Report) -> str:
 
 
 def render(report: Report, *, top: int = 20) -> str:
-    path = str(report.trace.get("path", ""))
+    path = str(report.trace.path)
     hosts = hosts_section(report)
     memory = memory_section(report)
     sections = {

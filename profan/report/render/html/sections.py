@@ -50,9 +50,9 @@ def findings_html(report: Report) -> str:
 def unmatched_html(report: Report) -> str:
     parts = ["<section id='unmatched'><h2>Unmatched</h2><ul>"]
     for u in report.unmatched:
-        examples = ", ".join(u.get("examples", [])[:3])
+        examples = ", ".join(u.examples[:3])
         parts.append(
-            f"<li>{u['count']} events: {escape(u['reason'])}"
+            f"<li>{u.count} events: {escape(u.reason)}"
             + (f" (e.g. <code>{escape(examples)}</code>)" if examples else "")
             + "</li>"
         )
@@ -79,7 +79,7 @@ def gemms_html(report: Report) -> str:
         cells = "".join(f"<td>{escape(cell)}</td>" for cell in gemm_cells(row, 0))
         ops = ", ".join(
             _op_link(keys[label], label) if label in keys else f"<code>{escape(label)}</code>"
-            for label in row.get("ops", [])
+            for label in row.ops
         )
         parts.append(f"<tr>{cells}<td>{ops}</td></tr>")
     parts.append("</table></div></section>")
