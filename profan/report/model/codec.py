@@ -63,6 +63,11 @@ class ClassPlan:
     names: frozenset[str]
     # one key per field and each value as it is: encoded and decoded by the fast paths
     plain: bool
+    # what ``decode`` does, by kind of field: read one key (with its decoder, if any); read an
+    # inline dataclass when any of its keys is there; gather a prefixed dict
+    read: tuple[tuple[str, Decoder | None], ...]
+    inline: tuple[tuple[str, type, frozenset[str]], ...]
+    prefixes: tuple[tuple[str, str], ...]
 
 
 def fields_of(cls: type) -> tuple[FieldPlan, ...]:
@@ -96,7 +101,18 @@ def _plan(cls: type) -> ClassPlan:
             FieldPlan(item.name, mode, item.metadata.get("prefix", ""), _decoder(hint), inline)
         )
     plain = all(p.mode is None and p.decoder is None for p in plans)
-    return ClassPlan(tuple(plans), frozenset(p.name for p in plans), plain)
+    return ClassPlan(
+        fields=tuple(plans),
+        names=frozenset(p.name for p in plans),
+        plain=plain,
+        read=tuple(
+            (p.name, p.decoder) for p in plans if p.mode not in ("inline", "prefix", "not-read")
+        ),
+        inline=tuple(
+            (p.name, p.inline, plan_of(p.inline).names) for p in plans if p.inline is not None
+        ),
+        prefixes=tuple((p.name, p.prefix) for p in plans if p.mode == "prefix"),
+    )
 
 
 def _dataclass_in(hint: Any) -> type | None:
@@ -232,19 +248,18 @@ def decode(cls: type[T], data: Any) -> T:
         raise TypeError(f"{cls.__name__}: an object expected, not {type(data).__name__}")
     plan = plan_of(cls)
     if plan.plain:
+        if plan.names.issuperset(data):  # (as written by this profan: every key a field)
+            return cls(**data)
         return cls(**{k: v for k, v in data.items() if k in plan.names})
     values: dict[str, Any] = {}
-    for f in plan.fields:
-        if f.mode == "inline":
-            assert f.inline is not None
-            if not plan_of(f.inline).names.isdisjoint(data):
-                values[f.name] = decode(f.inline, data)
-        elif f.mode == "prefix":
-            size = len(f.prefix)
-            values[f.name] = {k[size:]: v for k, v in data.items() if k.startswith(f.prefix)}
-        elif f.mode == "not-read" or f.name not in data:
-            continue
-        else:
-            value = data[f.name]
-            values[f.name] = value if f.decoder is None else f.decoder(value)
+    for name, read in plan.read:
+        if name in data:
+            value = data[name]
+            values[name] = value if read is None else read(value)
+    for name, inner, names in plan.inline:
+        if not names.isdisjoint(data):
+            values[name] = decode(inner, data)
+    for name, prefix in plan.prefixes:
+        size = len(prefix)
+        values[name] = {k[size:]: v for k, v in data.items() if k.startswith(prefix)}
     return cls(**values)
