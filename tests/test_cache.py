@@ -257,14 +257,14 @@ def test_code_digest_covers_the_package_and_its_data(
     monkeypatch.setattr(keys, "open", counted_open, raising=False)
     monkeypatch.setattr(keys, "_CODE_DIGEST", None)
     assert keys.code_digest() in digests and not opened, "reused while no file changed"
-    for changed in ("report/model.py", "data/chips.toml", "../grammars/hlo.lark"):
+    for changed in ("report/model/report.py", "data/chips.toml", "../grammars/hlo.lark"):
         with (copy / changed).open("a") as handle:
             handle.write("\n")
         monkeypatch.setattr(keys, "_CODE_DIGEST", None)
         digests.add(keys.code_digest())
     assert len(digests) == 4 and opened, "read again once a file changed"
     # same size, modification time put back: the change time moved
-    target = copy / "report" / "model.py"
+    target = copy / "report" / "model" / "report.py"
     before = target.stat()
     time.sleep(0.01)
     target.write_bytes(target.read_bytes().replace(b"\n\n", b"\n#", 1))
