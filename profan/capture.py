@@ -21,6 +21,7 @@ and any later steps run untraced again. JAX is imported only when a capture star
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import tempfile
 import time
@@ -271,7 +272,9 @@ def _cut_short(steps: list[StepRow]) -> bool:
     ideal = [
         value
         for step in steps
-        if step.score is not None and isinstance(value := step.score.ideal_s, int | float)
+        if step.score is not None
+        and isinstance(value := step.score.ideal_s, int | float)
+        and math.isfinite(value)  # (as the JSON has it: an unknown ideal is null there)
     ]
     if len(ideal) < 2 or len(ideal) < len(steps):  # fewer than two, or a step without one
         return False
