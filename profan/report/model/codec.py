@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -87,11 +88,10 @@ def plan_of(cls: type) -> ClassPlan:
 
 
 def _plan(cls: type) -> ClassPlan:
-    hints = typing.get_type_hints(cls)
     plans = []
     for item in dataclasses.fields(cls):
         mode = item.metadata.get(_MODE)
-        hint = hints[item.name]
+        hint = annotation(item.type, cls.__module__)
         inline = None
         if mode == "inline":
             inline = _dataclass_in(hint)
@@ -113,6 +113,28 @@ def _plan(cls: type) -> ClassPlan:
         ),
         prefixes=tuple((p.name, p.prefix) for p in plans if p.mode == "prefix"),
     )
+
+
+def hints_of(cls: type) -> dict[str, Any]:
+    """Each field's annotation of the dataclass ``cls``, evaluated (``typing.get_type_hints``
+    for dataclasses of one module, without evaluating the same text twice)."""
+    return {item.name: annotation(item.type, cls.__module__) for item in dataclasses.fields(cls)}
+
+
+_ANNOTATIONS: dict[tuple[str, str], Any] = {}
+
+
+def annotation(text: Any, module: str) -> Any:
+    """An annotation as written in ``module`` (text, under ``from __future__ import
+    annotations``) evaluated there: the report's few distinct ones (``float | None`` ...)
+    once each, not once per field (reading a report back makes every class's plan)."""
+    if not isinstance(text, str):
+        return text
+    key = (text, module)
+    if key not in _ANNOTATIONS:
+        # (what typing.get_type_hints does with each field's text)
+        _ANNOTATIONS[key] = eval(text, vars(sys.modules[module]))
+    return _ANNOTATIONS[key]
 
 
 def _dataclass_in(hint: Any) -> type | None:

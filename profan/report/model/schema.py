@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from profan.report import model, slices
-from profan.report.model.codec import fields_of
+from profan.report.model.codec import fields_of, hints_of
 
 TEMPLATE = Path(__file__).with_name("schema_template.md")
 SCHEMA = Path(__file__).resolve().parent.parent / "SCHEMA.md"
@@ -84,7 +84,7 @@ def type_text(hint: Any) -> str:
 
 def rows(cls: type) -> list[tuple[str, str, str]]:
     """(key, type, meaning) of every JSON key a ``cls`` object has, in the order written."""
-    hints = typing.get_type_hints(cls)
+    hints = hints_of(cls)
     docs = field_docs(cls)
     out = []
     for plan in fields_of(cls):
