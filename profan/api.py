@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +24,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from profan.report import model
-    from profan.report.analysis.pipeline import Progress
+    from profan.report.analysis.request import JsonReport, Request
     from profan.report.render.selection import OpFilter, OpOrder
     from profan.report.rules.config import RuleConfig
-    from profan.trace.options import LoadOptions
+    from profan.trace.options import LoadOptions, RunOptions
     from profan.trace.profile import Profile
 
 DEFAULT_TOP = 20
@@ -47,8 +46,10 @@ class ReportOptions:
     """The options of a report, as ``profan report`` takes them (``--chip``, ``--hlo``, ...)
     and ``profan.report(path, **options)`` does.  ``config``: a profan.toml (its ``[rules]``)
     or a ``RuleConfig``; ``chips``/``kernels``: TOML files of extra chips and custom-call
-    cost models; ``sort``/``filter``: which ops are listed and how
-    (``profan.report.render.selection``); ``top``: the ops the text formats list."""
+    cost models; ``workers``, ``scheduler``, ``use_cache``: how the trace is read (these five
+    make the ``RunOptions`` every trace command takes: ``run_options``); ``sort``/``filter``:
+    which ops are listed and how (``profan.report.render.selection``); ``top``: the ops the
+    text formats list."""
 
     chip: str | None = None
     hlo: str | os.PathLike[str] | None = None
@@ -88,49 +89,36 @@ class ReportOptions:
             return self.config
         return load_rule_config(None if self.config is None else str(self.config))
 
-    def pipeline(self, progress: Progress, *, page: bool = False) -> dict[str, Any]:
-        """The keywords of ``report_for`` / ``text_for`` (``profan.report.analysis.pipeline``)."""
-        return {
-            "chip": self.chip,
-            "hlo": None if self.hlo is None else str(self.hlo),
-            "run": self.run,
-            "config": self.rule_config(),
-            "progress": progress,
-            "use_cache": self.use_cache,
-            "page": page,
-        }
+    def run_options(self) -> RunOptions:
+        """``chips``, ``kernels``, ``workers``, ``scheduler`` and ``use_cache``, the
+        environment's defaults (``$PROFAN_CHIPS``, ...) for those not given, as the command
+        line takes them (``RunOptions.from_environment``)."""
+        from profan.trace.options import RunOptions
 
+        return RunOptions.from_environment(
+            chips=self.chips,
+            kernels=self.kernels,
+            workers=self.workers,
+            scheduler=self.scheduler,
+            use_cache=self.use_cache,
+        )
 
-@contextmanager
-def _settings(options: ReportOptions) -> Iterator[None]:
-    """Within: the user's chip and kernel files, workers and scheduler in force, as the CLI
-    sets them for its run (each checked first: a bad file fails before any trace is read);
-    the environment as it was afterwards, so a notebook's next call starts clean."""
-    wanted: dict[str, str] = {}
-    if options.chips is not None:
-        from profan.chips import USER_CHIPS_ENV, read_chip_file
+    def source(
+        self, path: str | os.PathLike[str], options: RunOptions, *, page: bool = False
+    ) -> Request | JsonReport:
+        """The request for the report of ``path`` with these options (a JSON report is read
+        back): ``profan.report.analysis.pipeline.source_for``."""
+        from profan.report.analysis.pipeline import source_for
 
-        read_chip_file(options.chips)
-        wanted[USER_CHIPS_ENV] = str(options.chips)
-    if options.kernels is not None:
-        from profan.cost.kernels import USER_KERNELS_ENV, read_kernel_file
-
-        read_kernel_file(options.kernels)
-        wanted[USER_KERNELS_ENV] = str(options.kernels)
-    if options.workers is not None:
-        wanted["PROFAN_WORKERS"] = str(options.workers)
-    if options.scheduler is not None:
-        wanted["PROFAN_SCHEDULER"] = options.scheduler
-    before = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        return source_for(
+            os.fspath(path),
+            hlo=None if self.hlo is None else os.fspath(self.hlo),
+            run=self.run,
+            chip=self.chip,
+            config=self.rule_config(),
+            page=page,
+            options=options,
+        )
 
 
 def report(path: str | os.PathLike[str], **options: Any) -> Report:
@@ -138,9 +126,10 @@ def report(path: str | os.PathLike[str], **options: Any) -> Report:
 
     ``options`` are ``ReportOptions``' fields: ``chip``, ``hlo``, ``run``, ``config``,
     ``top``, ``chips``, ``kernels``, ``workers``, ``scheduler``, ``use_cache``, ``progress``,
-    ``sort``, ``filter``.
+    ``sort``, ``filter``.  The user's chip and kernel files are in force for this call only
+    (each checked first: a bad file fails before any trace is read).
     """
-    from profan.report.analysis.pipeline import Progress, local_path, report_for
+    from profan.report.analysis.pipeline import Progress, local_path, report_of
     from profan.report.render.selection import selected
 
     path = local_path(path)  # a file:// URL is its local path, as on the command line
@@ -148,8 +137,9 @@ def report(path: str | os.PathLike[str], **options: Any) -> Report:
         options["hlo"] = local_path(options["hlo"])
     chosen = ReportOptions(**options)
     filters, order = chosen.filters(), chosen.order()  # (a bad one fails before the trace)
-    with _settings(chosen):
-        built = report_for(str(path), **chosen.pipeline(Progress(chosen.progress)))
+    run = chosen.run_options()
+    with run.in_force():
+        built = report_of(chosen.source(path, run), Progress(chosen.progress))
     return Report(selected(built, filters, order), top=chosen.top, path=str(path))
 
 

@@ -8,6 +8,7 @@ neither side changes while both run.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -17,10 +18,12 @@ T = TypeVar("T")
 
 class Beside(Generic[T]):
     """``function(*args)`` running in a thread; ``result()`` waits for it and returns its value
-    or raises its exception."""
+    or raises its exception.  It runs in a copy of the caller's context: what the caller has in
+    force there (the user's chip and kernel tables, the memory space counted) holds in it too."""
 
     def __init__(self, function: Callable[..., T], *args: object) -> None:
         self._function, self._args = function, args
+        self._context = contextvars.copy_context()
         self._value: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="profan-beside", daemon=True)
@@ -28,7 +31,7 @@ class Beside(Generic[T]):
 
     def _run(self) -> None:
         try:
-            self._value = self._function(*self._args)
+            self._value = self._context.run(self._function, *self._args)
         except BaseException as error:  # handed to the caller by result()
             self._error = error
 

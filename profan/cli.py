@@ -5,6 +5,11 @@ so ``profan --help`` imports no command: only the command that runs is imported 
 and the pipeline it needs).  A command module exposes ``add_arguments(parser)`` and
 ``run(args) -> int`` (the exit code).  User errors (``ProfanError``) print one clear message and
 exit with the error's code; anything else is a bug in profan and says so.
+
+The options every command that reads or costs traces takes (``--chips``, ``--kernels``,
+``--workers``, ``--scheduler``, ``--no-cache``) are added here and made into one
+``RunOptions`` (their environment variables standing in for those not given), which the command
+is handed with the user's tables in force: ``run(args, options) -> int``.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ import importlib
 import os
 import signal
 import sys
-from typing import NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from profan.errors import EXIT_INTERNAL, ProfanError
 from profan.version import __version__
+
+if TYPE_CHECKING:
+    from profan.trace.options import RunOptions
 
 
 class Command(NamedTuple):  # (a named tuple: made at every start, ~5x faster than a dataclass)
@@ -123,7 +131,7 @@ def _add_command_arguments(sub: argparse.ArgumentParser, name: str, spec: Comman
 
 
 def _at_least_one(text: str) -> int:
-    from profan.trace.executors import parse_worker_count
+    from profan.trace.options import parse_worker_count
 
     try:
         return parse_worker_count(text)
@@ -131,23 +139,21 @@ def _at_least_one(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _use_chip_file(path: str) -> None:
-    """Make a user's chip file part of the catalogue for this run (checked now, so a bad file
-    fails before any trace is read)."""
-    from profan.chips import USER_CHIPS_ENV, read_chip_file
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """The command's ``RunOptions``: its options as given, their environment variables for
+    those it leaves out (read here, once; ``--no-cache`` has none)."""
+    from profan.trace.options import RunOptions
 
-    read_chip_file(path)
-    # Every command reads the catalogue through profan.chips.catalogue(), which honours this.
-    os.environ[USER_CHIPS_ENV] = str(path)
-
-
-def _use_kernel_file(path: str) -> None:
-    """Make a user's kernel cost models part of the registry for this run (checked now)."""
-    from profan.cost.kernels import USER_KERNELS_ENV, read_kernel_file
-
-    read_kernel_file(path)
-    # The registry (profan.cost.kernels.registry.registry) honours this.
-    os.environ[USER_KERNELS_ENV] = str(path)
+    spec = COMMANDS[args.command]
+    return RunOptions.from_environment(
+        costs=spec.costs,
+        reads_traces=spec.reads_traces,
+        chips=getattr(args, "user_chips", None),
+        kernels=getattr(args, "user_kernels", None),
+        workers=getattr(args, "workers", None),
+        scheduler=getattr(args, "dask_scheduler", None),
+        use_cache=not getattr(args, "no_cache", False),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,28 +170,16 @@ def main(argv: list[str] | None = None) -> int:
             gc.enable()
     try:
         from profan.inputs import check_inputs
+        from profan.trace.options import CHIPS_ENV, KERNELS_ENV
 
         # a device or FIFO among the inputs would hang the command: refused before any is read
         check_inputs(
-            args,
-            [(os.environ.get(name, ""), f"${name}") for name in ("PROFAN_CHIPS", "PROFAN_KERNELS")],
+            args, [(os.environ.get(name, ""), f"${name}") for name in (CHIPS_ENV, KERNELS_ENV)]
         )
-        if getattr(args, "user_chips", None):
-            _use_chip_file(args.user_chips)
-        elif hasattr(args, "user_chips") and os.environ.get("PROFAN_CHIPS"):
-            # the variable's file is checked now too: a file that cannot be read is not ignored
-            _use_chip_file(os.environ["PROFAN_CHIPS"])
-        if getattr(args, "user_kernels", None):
-            _use_kernel_file(args.user_kernels)
-        elif hasattr(args, "user_kernels") and os.environ.get("PROFAN_KERNELS"):
-            _use_kernel_file(os.environ["PROFAN_KERNELS"])
-        if getattr(args, "dask_scheduler", None):
-            # profan.load reads it (profan.trace.executors.SCHEDULER_ENV), in every command.
-            os.environ["PROFAN_SCHEDULER"] = args.dask_scheduler
-        if getattr(args, "workers", None):
-            # profan.load reads it too (profan.trace.executors.WORKERS_ENV), in every command.
-            os.environ["PROFAN_WORKERS"] = str(args.workers)
-        return int(args._run(args) or 0)
+        options = run_options(args)
+        # the tables are read and checked now: a file that cannot be read is not ignored
+        with options.in_force():
+            return int(args._run(args, options) or 0)
     except ProfanError as error:
         print(f"profan: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -25,7 +25,7 @@ from profan.cli import main
 from profan.hlo import parse_file, views
 from profan.hlo.stored import cache_key, decode_module, encode_module
 from profan.hlo.stored_tables import open_grammar_cached
-from profan.report.stored import USER_CHIPS_ENV, USER_KERNELS_ENV
+from profan.report.analysis.pipeline import request_for
 from profan.trace.fingerprint import hlo_inputs
 
 LALR = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
@@ -353,11 +353,25 @@ def test_hlo_inputs_cover_every_hlo_file(tmp_path: Path, fixtures_dir: Path) -> 
     assert file_input(tmp_path / "missing.xplane.pb") is None
 
 
-def test_user_table_variables_are_the_ones_profan_reads() -> None:
-    from profan.chips import USER_CHIPS_ENV as chips_env
-    from profan.cost.kernels import USER_KERNELS_ENV as kernels_env
+def test_reports_are_keyed_on_the_user_tables_profan_reads(
+    tmp_path: Path, fixtures_dir: Path, private_cache: Path
+) -> None:
+    """The user's chip and kernel files a command puts in force (its options, else their
+    environment variables: ``RunOptions.from_environment``) are those its report is keyed on,
+    by content."""
+    from profan.trace.options import CHIPS_ENV, KERNELS_ENV, RunOptions
 
-    assert (chips_env, kernels_env) == (USER_CHIPS_ENV, USER_KERNELS_ENV)
+    chips, kernels = tmp_path / "chips.toml", tmp_path / "kernels.toml"
+    chips.write_text("# no chips\n")
+    kernels.write_text("# no kernels\n")
+    options = RunOptions.from_environment({CHIPS_ENV: str(chips), KERNELS_ENV: str(kernels)})
+    assert (options.chips, options.kernels) == (str(chips), str(kernels))
+    trace = fixtures_dir / "matmul"
+    plain = request_for(trace).report_key()
+    keyed = request_for(trace, options=options).report_key()
+    assert plain is not None and keyed is not None and plain != keyed
+    kernels.write_text("# other kernels\n")
+    assert request_for(trace, options=options).report_key() not in (plain, keyed)
 
 
 def test_least_recently_used_entries_go_first(

@@ -10,6 +10,7 @@ from profan.chips import (
     get_chip,
     match_device_string,
     read_chip_file,
+    using_chip_file,
 )
 from profan.errors import ConfigError
 from profan.trace.profile import DeviceInfo
@@ -93,7 +94,7 @@ def test_two_cores_per_chip_halve_device_figures() -> None:
     assert v3.device_peak_flops("bf16") == pytest.approx(0.7e14)
 
 
-def test_user_chip_file_adds_chips(tmp_path, monkeypatch) -> None:
+def test_user_chip_file_adds_chips(tmp_path) -> None:
     extra = tmp_path / "synthetic_chips.toml"
     extra.write_text(
         """
@@ -113,10 +114,11 @@ dcn_bytes_per_s = 1e9
 pcie_bytes_per_s = 1e9
 """
     )
-    monkeypatch.setenv("PROFAN_CHIPS", str(extra))
-    assert get_chip("my-accel").display_name == "My Accel"
-    assert match_device_string("MyCo Accel 1", catalogue()).name == "my-accel"
-    assert "tpu-v5e" in catalogue()  # the built-in ones stay
+    with using_chip_file(extra):
+        assert get_chip("my-accel").display_name == "My Accel"
+        assert match_device_string("MyCo Accel 1", catalogue()).name == "my-accel"
+        assert "tpu-v5e" in catalogue()  # the built-in ones stay
+    assert "my-accel" not in catalogue()  # in force within the block only
 
 
 _GOOD = """

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from profan.chips import USER_CHIPS_ENV
 from profan.cli import main
+from profan.trace.options import CHIPS_ENV, KERNELS_ENV
 
 # A made-up workstation chip, written the way a user would add one (synthetic by design).
 SYNTHETIC_CHIP_FILE = """
@@ -34,10 +34,9 @@ all = "a test chip"
 
 
 def _forget_after_the_test(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """Unset ``name`` now and again after the test: the CLI sets it in os.environ itself, and
-    monkeypatch only restores variables it has recorded (delenv of an unset one records none)."""
-    monkeypatch.setenv(name, "")
-    monkeypatch.delenv(name)
+    """Unset ``name`` for the test (a default the user's environment sets must not change what
+    it sees; restored after it)."""
+    monkeypatch.delenv(name, raising=False)
 
 
 def test_report_scores_against_a_chip_from_the_users_file(
@@ -46,7 +45,7 @@ def test_report_scores_against_a_chip_from_the_users_file(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _forget_after_the_test(monkeypatch, USER_CHIPS_ENV)
+    _forget_after_the_test(monkeypatch, CHIPS_ENV)
     chip_file = tmp_path / "synthetic_chips.toml"
     chip_file.write_text(SYNTHETIC_CHIP_FILE)
     trace = str(fixtures_dir / "matmul")
@@ -72,7 +71,7 @@ def test_bad_chip_file_is_unusable_input(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _forget_after_the_test(monkeypatch, USER_CHIPS_ENV)
+    _forget_after_the_test(monkeypatch, CHIPS_ENV)
     bad = tmp_path / "synthetic_bad_chips.toml"
     bad.write_text("[chips.broken\n")
     assert main(["report", str(fixtures_dir / "matmul"), "--chips", str(bad)]) == 2
@@ -88,9 +87,7 @@ def test_kernel_file_gives_a_custom_call_its_model(
 ) -> None:
     """A user's kernel file (``--kernels FILE``) comes before the built-in registry: mapping the
     H100 fixture's cuBLASLt target to the ``no-work`` model takes its gemms' FLOPs to 0."""
-    from profan.cost.kernels import USER_KERNELS_ENV
-
-    _forget_after_the_test(monkeypatch, USER_KERNELS_ENV)
+    _forget_after_the_test(monkeypatch, KERNELS_ENV)
     argv = ["report", str(fixtures_dir / "gpu_kernels"), "--format", "json"]
     assert main(argv) == 0
     before = {
@@ -124,9 +121,7 @@ def test_bad_kernel_file_is_unusable_input(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from profan.cost.kernels import USER_KERNELS_ENV
-
-    _forget_after_the_test(monkeypatch, USER_KERNELS_ENV)
+    _forget_after_the_test(monkeypatch, KERNELS_ENV)
     bad = tmp_path / "synthetic_bad_kernels.toml"
     bad.write_text('[kernels.x]\ntargets = ["a"]\nmodel = "magic"\n')
     assert main(["report", str(fixtures_dir / "matmul"), "--kernels", str(bad)]) == 2

@@ -16,13 +16,13 @@ from profan.cost.custom_calls import kernel_call
 from profan.cost.estimate import CostModel
 from profan.cost.kernels import (
     EXAMPLE_ENTRY,
-    USER_KERNELS_ENV,
     KernelCost,
     attended_pairs,
     cost_kernel,
     read_kernel_file,
     reconcile,
     registry,
+    using_kernel_file,
     weaker_source,
 )
 from profan.errors import ConfigError
@@ -134,14 +134,14 @@ def test_synthetic_splash_attention_from_its_shapes(name: str, per_pair: int) ->
     assert kernel.model == "blocked-attention" and kernel.bytes_source == "lower-bound"
 
 
-def test_synthetic_splash_with_a_user_rule_saying_no_mask(tmp_path, monkeypatch) -> None:
+def test_synthetic_splash_with_a_user_rule_saying_no_mask(tmp_path) -> None:
     user = tmp_path / "synthetic_kernels.toml"
     user.write_text(
         '[kernels.my-splash]\ntargets = ["tpu_custom_call"]\nmodel = "attention-shapes"\n'
         "params = { causal = false }\n"
     )
-    monkeypatch.setenv(USER_KERNELS_ENV, str(user))
-    kernel = _cost(SPLASH.replace("NAME", "fwd"))
+    with using_kernel_file(user):
+        kernel = _cost(SPLASH.replace("NAME", "fwd"))
     assert kernel.rule == "my-splash" and kernel.flops_source == "shape-signature"
     assert kernel.flops == 2 * 8 * FULL_PAIRS * (128 + 128)
 
@@ -227,13 +227,14 @@ def test_example_entry_is_a_valid_user_file(tmp_path) -> None:
     assert rule.params == {"causal": True}
 
 
-def test_user_rules_come_first_and_builtins_stay(tmp_path, monkeypatch) -> None:
+def test_user_rules_come_first_and_builtins_stay(tmp_path) -> None:
     path = tmp_path / "synthetic_kernels.toml"
     path.write_text('[kernels.mine]\ntargets = ["__cublas$*"]\nmodel = "opaque"\n')
-    monkeypatch.setenv(USER_KERNELS_ENV, str(path))
-    rules = registry()
+    with using_kernel_file(path):
+        rules = registry()
     assert rules[0].name == "mine" and rules[0].origin == str(path)
     assert any(rule.name == "te-attention-forward" for rule in rules)
+    assert registry()[0].name != "mine"  # in force within the block only
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ on the real multi-host fixture (host1 sleeps before every step, see its meta.jso
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -89,9 +90,19 @@ def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
     """``--workers N`` (or ``PROFAN_WORKERS``) is how many hosts are read at once: the report is
     the same whatever N; a bad value is a one-line error, exit 2."""
     from profan.errors import ConfigError
-    from profan.trace.executors import WORKERS_ENV, worker_count
+    from profan.trace.options import WORKERS_ENV, RunOptions
 
-    monkeypatch.setenv(WORKERS_ENV, "")  # main() sets it; restored after the test
+    load = importlib.import_module("profan.trace.load")  # (profan.trace.load is the function)
+
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    asked: list[int | None] = []  # what profan.load uses: the workers the host map is given
+    map_hosts = load.map_hosts
+
+    def spying(*args: object, workers: int | None, **kwargs: object) -> object:
+        asked.append(workers)
+        return map_hosts(*args, workers=workers, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "map_hosts", spying)
     trace = str(fixtures_dir / "multihost")
     reports = {}
     for workers in ("1", "3"):  # --no-cache: each run reads the hosts
@@ -99,12 +110,17 @@ def test_workers_option_bounds_concurrent_reads_and_keeps_the_report(
         code, out = _run(argv, capsys)
         assert code == 0
         reports[workers] = json.loads(out)
-        assert worker_count(None) == int(workers)  # what profan.load will use
+        assert asked[-1] == int(workers)
     assert reports["1"] == reports["3"]
-    assert worker_count(2) == 2  # an explicit option wins over the environment
+    with monkeypatch.context() as patch:  # the environment's value, when the option is not given
+        patch.setenv(WORKERS_ENV, "2")
+        code, _ = _run(["report", trace, "--format", "json", "--no-cache"], capsys)
+        assert code == 0 and asked[-1] == 2
+    # an explicit option wins over the environment
+    assert RunOptions.from_environment({WORKERS_ENV: "3"}, workers=2).workers == 2
     monkeypatch.setenv(WORKERS_ENV, "0")
     with pytest.raises(ConfigError, match="PROFAN_WORKERS"):
-        worker_count(None)
+        RunOptions.from_environment()
     code = main(["report", trace, "--format", "json", "--no-cache"])
     error = capsys.readouterr().err
     assert code == 2 and "PROFAN_WORKERS='0'" in error and len(error.splitlines()) == 1

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from profan.cli import main
-from profan.cost.kernels import SOURCES, USER_KERNELS_ENV
+from profan.cost.kernels import SOURCES
 from profan.report.analysis.build import build_report
 from profan.report.analysis.pipeline import analyse
 from profan.report.check.budget import Budget, OpBudget, evaluate
 from profan.report.format import SOURCE_MARKS, bytes_lines, sources_legend, step_share_text
 from profan.report.model import OpEntry, Report
 from profan.report.render import terminal
+from profan.trace.options import KERNELS_ENV
 from profan.units import si
 from tests.conftest import gpu_fixtures
 
@@ -87,7 +88,7 @@ def test_an_unknown_kernel_is_named_once_and_never_called_slow(
     bound): the report names `__cublas$lt$matmul` in one cost-unknown finding that says how to
     add a model, and with a threshold every other op fails (efficiency below 100%) none of the
     gemms is called far from its roofline."""
-    _forget_after_the_test(monkeypatch, USER_KERNELS_ENV)
+    _forget_after_the_test(monkeypatch, KERNELS_ENV)
     kernels = tmp_path / "synthetic_opaque_kernels.toml"
     kernels.write_text(
         '[kernels.opaque-gemm]\ntargets = ["__cublas$lt$matmul"]\nmodel = "opaque"\n'

@@ -4,7 +4,8 @@ that way is byte for byte the one made without it.  No worker outlives the comma
 
 Real traces of every kind: the project's CPU fixtures, the GPU fixture (kernels inside command
 buffers kept apart) and the corpus's TPU trace (op, async and module lines).  The size threshold
-is lowered to the fixtures' and ``PROFAN_WORKERS=2`` asks for the worker whatever the load.
+is lowered to the fixtures' and two workers (``workers=2``, ``PROFAN_WORKERS=2`` for the CLI) ask
+for the worker whatever the load.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def test_a_host_read_ahead_is_the_host_read_here(
 ) -> None:
     path = _trace(request, name)
     run = find_run(str(path), None)
-    started = prefetch.start(run)
+    started = prefetch.start(run, workers=2)
     assert started is not None
     ((host, file),) = run.files.items()
     assert prefetch.claim(str(file), host) is started
@@ -182,7 +183,7 @@ def test_a_host_read_ahead_is_the_host_read_here(
 
 
 def test_a_read_nobody_takes_is_stopped(ahead: None) -> None:
-    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None))
+    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None), workers=2)
     assert started is not None
     started.stop()
     assert _gone(started.pid) and not prefetch._STARTED
@@ -194,21 +195,20 @@ def test_no_read_ahead_beside_a_running_thread(ahead: None) -> None:
     thread = threading.Thread(target=release.wait)
     thread.start()
     try:
-        assert prefetch.start(find_run(str(CPU_TRANSFORMER), None)) is None
+        assert prefetch.start(find_run(str(CPU_TRANSFORMER), None), workers=2) is None
     finally:
         release.set()
         thread.join()
-    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None))
+    started = prefetch.start(find_run(str(CPU_TRANSFORMER), None), workers=2)
     assert started is not None  # the control: once it is gone
     started.stop()
 
 
 def test_no_read_ahead_for_a_small_host_or_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     run = find_run(str(CPU_TRANSFORMER), None)
-    assert prefetch.start(run) is None  # below SPLIT_HOST_BYTES
+    assert prefetch.start(run, workers=2) is None  # below SPLIT_HOST_BYTES
     monkeypatch.setattr(prefetch, "SPLIT_HOST_BYTES", 0)
-    monkeypatch.setenv("PROFAN_WORKERS", "1")
-    assert prefetch.start(run) is None
+    assert prefetch.start(run, workers=1) is None
 
 
 def test_idle_cpus_count_what_runs_now_not_the_last_minute(
@@ -246,7 +246,7 @@ def test_a_damaged_trace_read_ahead_is_the_same_clear_error(ahead: None, tmp_pat
     damaged.write_bytes(data[: len(data) * 2 // 3])
     with pytest.raises(TraceError) as here:
         read_host(str(damaged), "h")
-    started = prefetch.start(find_run(str(tmp_path), None))
+    started = prefetch.start(find_run(str(tmp_path), None), workers=2)
     assert started is not None
     with pytest.raises(TraceError) as there:
         started.result()
@@ -269,8 +269,8 @@ def test_a_report_read_ahead_is_byte_identical(
     started: list[prefetch.HostRead | None] = []
     original = prefetch.start
 
-    def spying(run: object) -> prefetch.HostRead | None:
-        started.append(original(run))  # type: ignore[arg-type]
+    def spying(*args: object, **kwargs: object) -> prefetch.HostRead | None:
+        started.append(original(*args, **kwargs))  # type: ignore[arg-type]
         return started[-1]
 
     monkeypatch.setattr(prefetch, "start", spying)
@@ -316,7 +316,9 @@ def test_an_unseen_trace_read_ahead_is_looked_up_only_once_stored(
         monkeypatch.setattr(module, name, spying)
     started: list[prefetch.HostRead | None] = []
     start = prefetch.start
-    monkeypatch.setattr(prefetch, "start", lambda run: started.append(start(run)) or started[-1])
+    monkeypatch.setattr(
+        prefetch, "start", lambda *args: started.append(start(*args)) or started[-1]
+    )
     monkeypatch.setenv("PROFAN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(keys, "_RACY_NS", 0)  # (the copy is new: record its digest anyway)
     trace = tmp_path / "mlp"

@@ -6,7 +6,6 @@ from profan.chips.catalogue import (
     DTYPES,
     TOPOLOGIES,
     TRACE_FIGURE_FLOOR,
-    USER_CHIPS_ENV,
     WRAPAROUND_RULES,
     Chip,
     ChipEntry,
@@ -17,6 +16,7 @@ from profan.chips.catalogue import (
     match_device_string,
     normalise_dtype,
     read_chip_file,
+    using_chip_file,
 )
 from profan.chips.peaks import PRECISION_LEVELS, TPU_F32_PASSES, Peak, peak_for
 
@@ -27,7 +27,6 @@ __all__ = [
     "TOPOLOGIES",
     "TPU_F32_PASSES",
     "TRACE_FIGURE_FLOOR",
-    "USER_CHIPS_ENV",
     "WRAPAROUND_RULES",
     "Chip",
     "ChipEntry",
@@ -40,4 +39,5 @@ __all__ = [
     "normalise_dtype",
     "peak_for",
     "read_chip_file",
+    "using_chip_file",
 ]

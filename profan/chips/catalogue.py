@@ -2,7 +2,8 @@
 
 Figures are per chip; a ``Chip`` also answers per JAX *device* (TPU v2/v3 expose each TensorCore
 as a device, so a device has half the chip).  A user TOML file with the same schema adds or
-replaces chips: ``PROFAN_CHIPS=/path/chips.toml`` or ``--chips FILE`` on the command line.
+replaces chips: ``--chips FILE`` on the command line (default ``$PROFAN_CHIPS``), put in force
+for the command by ``using_chip_file``.
 
 ``chip_for_device(DeviceInfo)`` maps what a trace says about its device to an entry; the trace's
 own peak figures win when present and ``Chip.figure_sources`` says where each figure came from.
@@ -19,6 +20,9 @@ import dataclasses
 import math
 import os
 import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -34,7 +38,6 @@ if TYPE_CHECKING:
     from profan.trace.profile import DeviceInfo
 
 CATALOGUE_FILE = "chips.toml"
-USER_CHIPS_ENV = "PROFAN_CHIPS"
 
 Kind = Literal["TPU", "GPU", "CPU"]
 Topology = Literal["torus2d", "torus3d", "switched", "fully-connected", "none"]
@@ -315,17 +318,29 @@ def read_chip_file(path: str | os.PathLike[str]) -> dict[str, Chip]:
 
 
 _BUILTIN: dict[str, Chip] | None = None
+# The user's chips in force (``using_chip_file``): part of every lookup within the block.
+_USER_CHIPS: ContextVar[dict[str, Chip] | None] = ContextVar("profan user chips", default=None)
+
+
+@contextmanager
+def using_chip_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within: the chips of ``path`` (read and checked now; None: none) are part of the
+    catalogue, adding or replacing chips (a command's ``--chips``, ``RunOptions.in_force``)."""
+    token = _USER_CHIPS.set(read_chip_file(path) if path else None)
+    try:
+        yield
+    finally:
+        _USER_CHIPS.reset(token)
 
 
 def catalogue(extra: str | Path | None = None) -> dict[str, Chip]:
-    """Every known chip: the packaged catalogue, then ``$PROFAN_CHIPS``, then ``extra``."""
+    """Every known chip: the packaged catalogue, then the user's chips in force
+    (``using_chip_file``), then ``extra``."""
     global _BUILTIN
     if _BUILTIN is None:
         _BUILTIN = read_chip_file(data_path(CATALOGUE_FILE))
     chips = dict(_BUILTIN)
-    env_file = os.environ.get(USER_CHIPS_ENV)
-    if env_file:
-        chips.update(read_chip_file(env_file))
+    chips.update(_USER_CHIPS.get() or {})
     if extra is not None:
         chips.update(read_chip_file(extra))
     return chips

@@ -9,18 +9,18 @@ from profan.api import TRACE_INPUTS
 from profan.commands.arguments import add_trace_options
 from profan.outputs import write_stdout
 from profan.report.analysis.pipeline import (
-    Inputs,
     Progress,
-    analyse_inputs,
-    cache_key,
-    locate,
+    analyse_request,
     reading_ahead,
+    request_for,
 )
-from profan.report.rules.config import RuleConfig, load_rule_config
+from profan.report.analysis.request import Request
+from profan.report.rules.config import load_rule_config
 from profan.report.stored import read_text, text_key, write_report, write_text
 
 if TYPE_CHECKING:
     from profan.report.model import Report
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,20 +36,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     progress = Progress()
     config = load_rule_config(args.config)
-    inputs = locate(args.trace, args.hlo, args.run)
-    with reading_ahead(inputs, args.chip, config, use_cache=not args.no_cache):
-        text = _annotated(args, inputs, config, progress)
+    request = request_for(
+        args.trace, hlo=args.hlo, run=args.run, chip=args.chip, config=config, options=options
+    )
+    with reading_ahead(request):
+        text = _annotated(args, request, progress)
     write_stdout(text)
     return 0
 
 
-def _annotated(
-    args: argparse.Namespace, inputs: Inputs, config: RuleConfig, progress: Progress
-) -> str:
-    key = None if args.no_cache else cache_key(inputs, args.chip, config)
+def _annotated(args: argparse.Namespace, request: Request, progress: Progress) -> str:
+    key = request.report_key()
     # The annotated text is cached whole: it prints the module's HLO beside the report.
     annotated_key = None if key is None else text_key(key, "annotate", args.module, args.format)
     text = None if annotated_key is None else read_text(annotated_key)
@@ -57,8 +57,8 @@ def _annotated(
         from profan.report.analysis.build import build_report
         from profan.report.render import annotate
 
-        analysis = analyse_inputs(inputs, args.chip, progress, use_cache=not args.no_cache)
-        report = build_report(analysis, config)
+        analysis = analyse_request(request, progress)
+        report = build_report(analysis, request.config)
         text = annotate.render(report, analysis.profile, args.module)
         if args.format != "term":
             module_key, module = annotate.pick_module(report, analysis.profile, args.module)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -14,14 +15,12 @@ from profan.cache.keys import file_input
 from profan.commands.arguments import add_trace_options
 from profan.errors import EXIT_CHECK_FAILED, EXIT_OK, ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
-from profan.report.analysis.pipeline import (
-    Progress,
-    cache_key,
-    locate,
-    read_json_report,
-    report_for,
-)
+from profan.report.analysis.pipeline import Progress, read_json_report, report_of, source_for
+from profan.report.analysis.request import JsonReport, Request
 from profan.report.stored import read_output, text_key, write_output
+
+if TYPE_CHECKING:
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,16 +55,18 @@ class CheckOutput(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     junit: str | None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     if args.update_baseline and not args.baseline:
         raise ConfigError("--update-baseline needs --baseline FILE (the file to record into)")
     if not args.budget and not args.baseline:
         raise ConfigError("check needs --budget FILE, --baseline FILE or both (nothing to check)")
     _check_outputs(args)
-    key = None if args.no_cache or args.update_baseline else _output_key(args)
+    # the trace (or a JSON report) located once; the budget's rules are known once it is read
+    source = source_for(args.trace, hlo=args.hlo, run=args.run, chip=args.chip, options=options)
+    key = None if args.update_baseline else _output_key(args, source)
     output = None if key is None else read_output(key, CheckOutput)
     if output is None:
-        output = _check(args)
+        output = _check(args, source)
         if output is None:  # --update-baseline: recorded, nothing to print
             return EXIT_OK
         if key is not None:
@@ -90,12 +91,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_destination(flag, path)
 
 
-def _output_key(args: argparse.Namespace) -> str | None:
-    """The key of this check's output: the trace's inputs, the budget's and the baseline's
-    content (the budget's rules included) and the flags that change what is printed."""
-    if str(args.trace).endswith(".json") and Path(args.trace).is_file():
+def _output_key(args: argparse.Namespace, source: Request | JsonReport) -> str | None:
+    """The key of this check's output: the trace's inputs (its report's key with the default
+    rules), the budget's and the baseline's content (the budget's rules included) and the
+    flags that change what is printed."""
+    if isinstance(source, JsonReport):
         return None
-    trace = cache_key(locate(args.trace, args.hlo, args.run), args.chip, None)
+    trace = source.report_key()
     budget = file_input(Path(args.budget)) if args.budget else ["none"]
     baseline = file_input(Path(args.baseline)) if args.baseline else ["none"]
     if trace is None or budget is None or baseline is None:
@@ -103,7 +105,7 @@ def _output_key(args: argparse.Namespace) -> str | None:
     return text_key(trace, "check", budget, baseline, args.github, bool(args.junit))
 
 
-def _check(args: argparse.Namespace) -> CheckOutput | None:
+def _check(args: argparse.Namespace, source: Request | JsonReport) -> CheckOutput | None:
     from profan.report.check import baseline as baselines
     from profan.report.check.budget import Budget, evaluate, load_budget
     from profan.report.check.regressions import against_file
@@ -114,15 +116,9 @@ def _check(args: argparse.Namespace) -> CheckOutput | None:
         args.update_baseline or baselines.is_baseline_file(args.baseline)
     )
     baseline = read_json_report(args.baseline) if args.baseline and not machine_file else None
-    report = report_for(
-        args.trace,
-        chip=args.chip,
-        hlo=args.hlo,
-        run=args.run,
-        config=budget.rules,
-        progress=Progress(),
-        use_cache=not args.no_cache,
-    )
+    if isinstance(source, Request):  # the same inputs, the budget's rules
+        source = source.replace(config=budget.rules)
+    report = report_of(source, Progress())
     if args.update_baseline:
         entry = baselines.write_baseline(args.baseline, report)
         print(f"profan: recorded {entry.machine} in {args.baseline}", file=sys.stderr)

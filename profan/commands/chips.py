@@ -6,25 +6,33 @@ import argparse
 import json
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
 from profan.chips import DTYPES, catalogue
 from profan.units import si
+
+if TYPE_CHECKING:
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", metavar="CHIP", help="show only these chips")
     parser.add_argument("--json", action="store_true", help="print the catalogue as JSON")
     parser.add_argument(
-        "--chips", metavar="FILE", help="a TOML file of extra chips (same schema as the catalogue)"
+        "--chips",
+        metavar="FILE",
+        dest="user_chips",
+        help="a TOML file of extra chips (same schema as the catalogue)",
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
+    """The catalogue with the user's chips in force (``--chips``, ``options.chips``)."""
     from profan.chips import get_chip
 
-    chips = catalogue(args.chips)
+    chips = catalogue()
     if args.names:
-        chips = {chip.name: chip for chip in (get_chip(n, extra=args.chips) for n in args.names)}
+        chips = {chip.name: chip for chip in (get_chip(n) for n in args.names)}
     if args.json:
         json.dump({name: chip.to_dict() for name, chip in chips.items()}, sys.stdout, indent=1)
         print()

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 from profan.api import TRACE_INPUTS
 from profan.outputs import write_stdout
-from profan.report.analysis.pipeline import Progress, text_for
+from profan.report.analysis.pipeline import Progress, source_for, text_of
 from profan.report.render.layout import terminal_width
 
 if TYPE_CHECKING:
     from profan.report.model import Report
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     width = terminal_width(sys.stdout) if args.format == "term" else 0
 
     def render(a: Report, b: Report) -> str:
@@ -51,13 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     # The text is a function of the two reports and these options: re-opened as text.
     rendering = ("diff", args.format, args.top, args.a, args.b, width)
-    text = text_for(
-        [args.a, args.b],
-        render,
-        rendering,
-        chip=args.chip,
-        progress=Progress(None if args.format == "term" else False),
-        use_cache=not args.no_cache,
-    )
+    sources = [source_for(path, chip=args.chip, options=options) for path in (args.a, args.b)]
+    progress = Progress(None if args.format == "term" else False)
+    text = text_of(sources, render, rendering, progress)
     write_stdout(text)
     return 0

@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profan.api import TRACE_INPUTS
 from profan.commands.arguments import add_trace_options
@@ -23,10 +24,12 @@ from profan.export import (
     xplane_targets,
 )
 from profan.outputs import check_destination, option_inputs, refuse_inputs
-from profan.report.analysis.pipeline import Progress, resolve_layout
+from profan.report.analysis.pipeline import Progress, request_for
 from profan.report.rules.config import load_rule_config
-from profan.trace.discover import find_run
 from profan.units import si
+
+if TYPE_CHECKING:
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,13 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     if args.counter_bins < 1:
         raise ConfigError("--counter-bins must be at least 1")
     form = output_form(args.output, args.format)
     config = load_rule_config(args.config)
-    trace_path, _ = resolve_layout(args.trace, args.hlo)
-    found = find_run(trace_path, args.run)
+    request = request_for(
+        args.trace, hlo=args.hlo, run=args.run, chip=args.chip, config=config, options=options
+    )
+    trace_path, found = request.inputs.trace, request.inputs.run
     targets = xplane_targets(args.output, found) if form == "xplane" else {"": Path(args.output)}
     check_targets(list(targets.values()), [args.trace, trace_path], found)
     inputs = [("trace", args.trace), ("--hlo", args.hlo), ("--config", args.config)]
@@ -76,15 +81,7 @@ def run(args: argparse.Namespace) -> int:
             )
     progress = Progress()
     started = time.perf_counter()
-    export = exportable(
-        args.trace,
-        chip=args.chip,
-        hlo=args.hlo,
-        run=args.run,
-        config=config,
-        progress=progress,
-        use_cache=not args.no_cache,
-    )
+    export = exportable(request, progress=progress)
     if form == "xplane":
         for host, file, _ in export.hosts:
             target = targets[host]

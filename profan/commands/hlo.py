@@ -26,6 +26,7 @@ from profan.hlo.printer import type_text
 
 if TYPE_CHECKING:  # the roofline, the sharding and op profiles load only when used
     from profan.roofline import ModuleOpRecord
+    from profan.trace.options import RunOptions
     from profan.xprof import ProfiledProgram
 
 OP_PROFILE_SUFFIXES = (".json", ".json.gz")
@@ -195,7 +196,7 @@ def _run_op_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     if args.top < 1:
         raise ConfigError("--top must be at least 1")
     if str(args.file).lower().endswith(OP_PROFILE_SUFFIXES):

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profan.errors import ConfigError
 from profan.memory.analyze import analyze_hlo_file, analyze_trace
 from profan.memory.render import RENDERERS, TOP
 from profan.outputs import write_stdout
+
+if TYPE_CHECKING:
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,16 +46,16 @@ def _is_hlo_text(path: Path) -> bool:
     return head.startswith(b"HloModule")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     if args.top < 0:
         raise ConfigError(f"--top must be 0 or more, not {args.top}")
     target = Path(args.target)
     if _is_hlo_text(target):
         report = analyze_hlo_file(target, chip=args.chip, module=args.module)
     else:
-        # A fixture-style folder keeps the profile under trace/.
-        if target.is_dir() and not (target / "plugins").is_dir() and (target / "trace").is_dir():
-            target = target / "trace"
-        report = analyze_trace(target, run=args.run, chip=args.chip, module=args.module)
+        from profan.report.analysis.pipeline import resolve_layout
+
+        trace, _ = resolve_layout(target, None)  # a fixture-style folder keeps it under trace/
+        report = analyze_trace(Path(trace), run=args.run, chip=args.chip, module=args.module)
     write_stdout(RENDERERS[args.format](report, args.top))
     return 0

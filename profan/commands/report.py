@@ -11,10 +11,11 @@ from profan.api import DEFAULT_TOP, TRACE_INPUTS, ReportOptions, json_text
 from profan.commands.arguments import add_trace_options
 from profan.errors import ConfigError
 from profan.outputs import check_destination, option_inputs, refuse_inputs, write_file, write_stdout
-from profan.report.analysis.pipeline import Progress, report_for, text_for
+from profan.report.analysis.pipeline import Progress, report_of, text_of
 
 if TYPE_CHECKING:
     from profan.report.model import Report
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plots", action="store_true", help="also write plot PNGs under --out")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, options: RunOptions) -> int:
     if args.top is not None and args.top < 1:
         raise ConfigError("--top must be at least 1")
     chosen = ReportOptions(
@@ -61,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
         run=args.run,
         config=args.config,
         top=args.top or DEFAULT_TOP,
-        use_cache=not args.no_cache,
         sort=args.sort,
         filter=args.filter or (),
     )
@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         _check_out_dir(out_dir, Path(args.trace))
         _check_outputs(args, out_dir)
     quiet = args.format in ("json", "csv")  # data for a program: nothing else on stderr
-    options = chosen.pipeline(Progress(False) if quiet else Progress(), page=args.format == "html")
+    progress = Progress(False) if quiet else Progress()
+    source = chosen.source(args.trace, options, page=args.format == "html")
     top = chosen.top
     # What the text depends on beside the report.  A rendering that writes nothing else (PNGs
     # under --out for Markdown, or for HTML with --plots) is cached as text: re-opening then
@@ -103,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
         args.format == "md" or (args.format == "html" and args.plots)
     )
     if writes_images:
-        text = select_and_render(report_for(args.trace, **options), plots=args.plots)
+        text = select_and_render(report_of(source, progress), plots=args.plots)
     else:
 
         def render_text(report: Report) -> str:
             return select_and_render(report)
 
-        text = text_for([args.trace], render_text, rendering, **options)
+        text = text_of([source], render_text, rendering, progress)
     if out_dir is None:
         write_stdout(text)
     else:

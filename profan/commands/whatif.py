@@ -14,6 +14,7 @@ from profan.outputs import write_stdout
 if TYPE_CHECKING:
     from profan.report.model import Report
     from profan.roofline import ModuleOpRecord
+    from profan.trace.options import RunOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,20 +38,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("term", "md", "json", "html"), default="term")
 
 
-def run(args: argparse.Namespace) -> int:
-    from profan.report.analysis.pipeline import report_for, resolve_layout
+def run(args: argparse.Namespace, options: RunOptions) -> int:
+    from profan.report.analysis.pipeline import Progress, report_of, request_for
     from profan.whatif import render
     from profan.whatif.project import project_chip, project_hlo
 
     if sum(bool(x) for x in (args.chip, args.hlo, args.mesh)) != 1:
         raise ConfigError("whatif: give one of --chip NAME, --hlo DIR or --mesh AXIS=N,...")
-    trace, hlo = resolve_layout(args.trace, args.source_hlo)
-    use_cache = not args.no_cache
-    source = report_for(trace, hlo=hlo, use_cache=use_cache)
+    request = request_for(args.trace, hlo=args.source_hlo, options=options)
+    source = report_of(request, Progress(False))
     if args.chip:
-        projection = project_chip(
-            source, report_for(trace, hlo=hlo, chip=args.chip, use_cache=use_cache)
-        )
+        # the same inputs (their key parts taken once) scored against the other chip
+        other = report_of(request.replace(chip=args.chip), Progress(False))
+        projection = project_chip(source, other)
     elif args.mesh:
         from profan.whatif.mesh import parse_mesh, project_mesh
 

@@ -13,10 +13,12 @@ from profan.errors import TraceError
 from profan.export.events import HostRows, Matcher, Origin
 from profan.export.figures import Figures, figures_of, span_figures
 from profan.report.analysis.build import Analysis, build_report
-from profan.report.analysis.pipeline import Progress, analyse, resolve_layout
+from profan.report.analysis.pipeline import Progress, analyse_request, reading_ahead, request_for
+from profan.report.analysis.request import Request
 from profan.report.model import Report
 from profan.report.rules.config import RuleConfig
-from profan.trace.discover import Run, find_run
+from profan.trace.discover import Run
+from profan.trace.options import RunOptions
 from profan.trace.storage import RemotePath
 
 
@@ -88,7 +90,7 @@ class Exportable:
 
 
 def exportable(
-    path: str,
+    source: str | Request,
     *,
     chip: str | None = None,
     hlo: str | None = None,
@@ -97,13 +99,20 @@ def exportable(
     progress: Progress | None = None,
     use_cache: bool = True,
 ) -> Exportable:
-    """Analyse ``path`` as ``profan report`` does and prepare its export."""
+    """Analyse ``source`` (a request, or a path and these keywords) as ``profan report`` does
+    and prepare its export."""
     progress = progress or Progress(False)
-    analysis = analyse(path, chip=chip, hlo=hlo, run=run, progress=progress, use_cache=use_cache)
+    if isinstance(source, Request):
+        request, path = source, source.path
+    else:
+        options = RunOptions(use_cache=use_cache)
+        request = request_for(source, hlo=hlo, run=run, chip=chip, config=config, options=options)
+        path = source
+    with reading_ahead(request):
+        analysis = analyse_request(request, progress)
     progress("building the report")
-    report = build_report(analysis, config)
-    trace_path, _ = resolve_layout(path, hlo)
-    found = find_run(trace_path, run)
+    report = build_report(analysis, request.config)
+    found = request.inputs.run
     profile = analysis.profile
     read = set(profile.ops["host"].astype(object).unique())
     missing = sorted(set(found.files) - read)

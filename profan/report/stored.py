@@ -8,71 +8,42 @@ text beside the report's figures: its entry is the text itself.
 
 The key (``report_key``) is everything the report depends on: the trace path as resolved, the
 run, the content of every host file (``profan.trace.fingerprint``), of ``--hlo`` and of the user's
-chip and kernel tables, the chip asked for, the rule thresholds in force, and profan's version
-and code.  Terminal width, colour, ``--top`` and the output format only change the rendering,
-so one entry serves all of them.
+chip and kernel tables (taken once per command: ``profan.report.analysis.request``), the chip
+asked for, the rule thresholds in force, and profan's version and code.  Terminal width, colour,
+``--top`` and the output format only change the rendering, so one entry serves all of them.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from profan.cache.keys import file_input, versioned
+from profan.cache.keys import versioned
 from profan.cache.store import read_entry, write_entry
-from profan.trace.fingerprint import hlo_inputs, run_inputs
 
 if TYPE_CHECKING:
     from profan.report.model import Report
 
 Output = TypeVar("Output")
 
-# The environment variables that add user tables to the chip catalogue and to the kernel
-# registry (profan.chips.USER_CHIPS_ENV, profan.cost.kernels.USER_KERNELS_ENV; a test checks
-# they agree).  Named here so that a report found in the cache imports neither package.
-USER_CHIPS_ENV = "PROFAN_CHIPS"
-USER_KERNELS_ENV = "PROFAN_KERNELS"
-
 
 def report_key(
     trace: str,
     run: str | None,
-    files: Mapping[str, Any],
-    formats: Mapping[str, str],
     skipped: Sequence[str],
-    hlo: str | None,
+    inputs: Sequence[Any],
     chip: str | None,
     rules: Any,
     *options: Any,
-) -> str | None:
-    """The key of the report of these inputs and options (None: an input cannot be
-    fingerprinted, so the report is not cached).  ``rules``: the ``RuleConfig`` in force, or
-    None for the defaults; ``options``: any other choice that changes what the report holds."""
-    parts = [run_inputs(files, formats), hlo_inputs(hlo), user_tables()]
-    if any(part is None for part in parts):
-        return None
+) -> str:
+    """The key of the report of these inputs and options.  ``inputs``: the key parts of the
+    host files, of ``--hlo`` and of the user's tables (``profan.report.analysis.request``);
+    ``rules``: the ``RuleConfig`` in force, or None for the defaults; ``options``: any other
+    choice that changes what the report holds."""
     thresholds = None if rules is None else msgspec.msgpack.encode(rules)
-    return versioned("report", [trace, run, list(skipped), *parts, chip, thresholds, *options])
-
-
-def user_tables() -> list[Any] | None:
-    """The user's chip and kernel tables in force (``--chips``/``--kernels`` or their
-    environment variables), by content."""
-    parts: list[Any] = []
-    for variable in (USER_CHIPS_ENV, USER_KERNELS_ENV):
-        value = os.environ.get(variable)
-        if not value:
-            parts.append([variable, None])
-            continue
-        found = file_input(Path(value))
-        if found is None:
-            return None
-        parts.append([variable, found])
-    return parts
+    return versioned("report", [trace, run, list(skipped), *inputs, chip, thresholds, *options])
 
 
 def read_report(key: str) -> Report | None:

@@ -25,10 +25,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from profan.errors import EXIT_INTERNAL, ConfigError, ProfanError, TraceError
+from profan.errors import EXIT_INTERNAL, ProfanError, TraceError
 
-SCHEDULER_ENV = "PROFAN_SCHEDULER"
-WORKERS_ENV = "PROFAN_WORKERS"
 CONNECT_TIMEOUT_S = 30
 Task = TypeVar("Task")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -96,33 +94,6 @@ class Progress:
             )
 
 
-def scheduler_address(option: str | None) -> str | None:
-    """The Dask scheduler to use: the option, else ``PROFAN_SCHEDULER``, else none (local)."""
-    return option or os.environ.get(SCHEDULER_ENV) or None
-
-
-def parse_worker_count(text: str) -> int:
-    """A ``--workers`` / ``PROFAN_WORKERS`` value: a whole number of at least 1 (ValueError
-    otherwise)."""
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"expected a whole number of at least 1, not {text!r}")
-    return int(text)
-
-
-def worker_count(option: int | None) -> int | None:
-    """How many hosts to read at once locally: the option, else ``PROFAN_WORKERS``, else None
-    (one per CPU).  Memory grows with this count, not with the number of hosts."""
-    if option is not None:
-        return option
-    text = os.environ.get(WORKERS_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        return parse_worker_count(text)
-    except ValueError as error:
-        raise ConfigError(f"{WORKERS_ENV}={text!r}: {error}") from None
-
-
 def idle_cpus() -> int:
     """CPUs the machine leaves idle now beside the one this process runs on.  Linux says what
     runs now (``running_now``); elsewhere the 1-minute load average stands in, rounded up (it
@@ -174,8 +145,10 @@ def map_hosts(
     scheduler: str | None,
     progress: Progress,
 ) -> list[Any]:
-    """``function`` over ``tasks`` (one per host), results in task order.  An error raised in
-    a worker is raised here (profan's errors pickle whole)."""
+    """``function`` over ``tasks`` (one per host), results in task order: on ``scheduler``'s
+    Dask workers, else ``workers`` at once here (None: one per CPU; memory grows with this
+    count, not with the number of hosts).  An error raised in a worker is raised here
+    (profan's errors pickle whole)."""
     results: list[Any] = [None] * len(tasks)
     collected = gc.isenabled()
     if len(tasks) > 1:
@@ -185,7 +158,7 @@ def map_hosts(
     try:
         if scheduler:
             results = _map_on_dask(function, tasks, sizes, scheduler, progress)
-        elif len(tasks) == 1 or (workers := worker_count(workers)) == 1:
+        elif len(tasks) == 1 or workers == 1:
             for index, task in enumerate(tasks):
                 results[index] = function(task)
                 progress.step(sizes[index])

@@ -4,17 +4,23 @@ files and ``--hlo``; ``profan.report.stored`` keys a built report on them too.
 Each function returns a msgpack-able list naming every input and its content fingerprint, or
 None when one of them cannot be fingerprinted (unreadable, or a remote object its store says
 nothing about): such inputs are not cached, and the load that follows reports any error.
-Nothing here imports pandas or the trace readers: a report found in the cache costs only this.
+A ``Fingerprint`` takes them for one run once, whatever asks (the read ahead, the lookups, the
+stores).  Nothing here imports pandas or the trace readers: a report found in the cache costs
+only this.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profan.cache.keys import file_input, known_digest, versioned
+
+if TYPE_CHECKING:
+    from profan.trace.discover import Run
 
 # Files of an XLA dump that --hlo reads (profan.trace.hlofiles), searched at any depth.
 HLO_PATTERNS = ("*after_optimizations.txt", "*before_optimizations.txt", "*.hlo")
@@ -53,20 +59,57 @@ def hlo_inputs(hlo: str | os.PathLike[str] | None) -> list[Any] | None:
     return parts
 
 
-def events_key(
-    path: Any,
-    run: str | None,
-    files: Mapping[str, Any],
-    formats: Mapping[str, str],
-    skipped: Any,
-    hlo: str | os.PathLike[str] | None,
-) -> str | None:
-    """The key of a run's loaded profile in the events form (``profan.trace.pod``): the path
-    as given, the run, every host file's content and ``--hlo``'s (None: not cached)."""
-    parts, dump = run_inputs(files, formats), hlo_inputs(hlo)
-    if parts is None or dump is None:
-        return None
-    return versioned("profile", [str(path), run, parts, skipped, dump])
+_NOT_TAKEN: Any = object()  # (a part not taken yet: None means "cannot be fingerprinted")
+
+
+@dataclass(slots=True, eq=False)
+class Fingerprint:
+    """The key parts of one run read from ``path`` with ``hlo``, each taken once, when first
+    asked: every host file's (``run_inputs``), ``--hlo``'s (``hlo_inputs``) and the key of
+    the loaded profile (``events_key``)."""
+
+    path: str
+    run: Run
+    hlo: str | os.PathLike[str] | None
+    _files: Any = _NOT_TAKEN
+    _dump: Any = _NOT_TAKEN
+    _events: Any = _NOT_TAKEN
+
+    def files(self) -> list[Any] | None:
+        if self._files is _NOT_TAKEN:
+            self._files = run_inputs(self.run.files, self.run.formats)
+        files: list[Any] | None = self._files
+        return files
+
+    def dump(self) -> list[Any] | None:
+        if self._dump is _NOT_TAKEN:
+            self._dump = hlo_inputs(self.hlo)
+        dump: list[Any] | None = self._dump
+        return dump
+
+    def events_key(self) -> str | None:
+        """The key of the run's loaded profile in the events form (``profan.trace.pod``): the
+        path as given, the run, every host file's content and ``--hlo``'s (None: not
+        cached)."""
+        if self._events is _NOT_TAKEN:
+            files, dump = self.files(), self.dump()
+            self._events = (
+                None
+                if files is None or dump is None
+                else versioned(
+                    "profile", [str(self.path), self.run.name, files, self.run.skipped, dump]
+                )
+            )
+        key: str | None = self._events
+        return key
+
+    def of_run(self, path: str, run: Run) -> Fingerprint:
+        """The fingerprint of another run read with the same ``--hlo`` (its part shared)."""
+        return Fingerprint(path, run, self.hlo, _dump=self._dump)
+
+    def seen_before(self) -> bool:
+        """Whether the cache knows every host file as it is now (``seen_before``)."""
+        return seen_before(self.run.files)
 
 
 def seen_before(files: Mapping[str, Any]) -> bool:

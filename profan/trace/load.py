@@ -21,13 +21,7 @@ from profan.escape import terminal
 from profan.hlo.model import Module
 from profan.hlo.stored import cached_module
 from profan.trace.discover import Run, find_run
-from profan.trace.executors import (
-    Progress,
-    map_beside,
-    map_hosts,
-    scheduler_address,
-    trim_heap,
-)
+from profan.trace.executors import Progress, map_beside, map_hosts, trim_heap
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
@@ -91,7 +85,7 @@ def load_events(
     found = found or find_run(path, opts.run)
     sizes = sizes_of(found)
     progress = progress or Progress(len(sizes), sum(sizes), False)
-    scheduler = scheduler_address(opts.scheduler)
+    scheduler = opts.scheduler
     keep = _raw_columns(columns)
     tasks: list[ReadTask] = [
         (str(file), host, found.formats[host], keep, None)

@@ -1,11 +1,28 @@
-"""``LoadOptions``: every option of ``profan.load`` in one documented, typed place."""
+"""The options of reading and costing traces, each in one documented, typed place:
+``LoadOptions`` (every option of ``profan.load``) and ``RunOptions`` (what every command that
+reads or costs traces takes beside its own: the user's chip and kernel tables, how hosts are
+read, the cache).
+
+The environment variables below are the defaults a user may set for them.  They are read once,
+where a command or ``profan.load`` / ``profan.report`` starts (``RunOptions.from_environment``,
+``LoadOptions.with_environment``); everything deeper is handed the options themselves.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from profan.errors import ConfigError
+
+CHIPS_ENV = "PROFAN_CHIPS"  # a TOML file of extra chips (``--chips``)
+KERNELS_ENV = "PROFAN_KERNELS"  # a TOML file of custom-call cost models (``--kernels``)
+WORKERS_ENV = "PROFAN_WORKERS"  # hosts read at once by local processes (``--workers``)
+SCHEDULER_ENV = "PROFAN_SCHEDULER"  # a Dask scheduler whose workers read hosts (``--scheduler``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +38,10 @@ class LoadOptions:
     hlo: str | os.PathLike[str] | None = None
     #: The run directory's name under ``plugins/profile`` (default: the newest run).
     run: str | None = None
-    #: Processes that read hosts in parallel (default: one per CPU, at most one per host;
-    #: 1 reads every host in the calling process).  One big host (>= 32 MiB, local) is read
-    #: in that many shares at once (default: one more process per idle CPU, at most 4).
+    #: Processes that read hosts in parallel (default: ``$PROFAN_WORKERS``, else one per CPU,
+    #: at most one per host; 1 reads every host in the calling process).  One big host
+    #: (>= 32 MiB, local) is read in that many shares at once (default: one more process per
+    #: idle CPU, at most 4).
     workers: int | None = None
     #: Reuse and keep what was read (the HLO modules, the loaded profile or each pod host's
     #: reduced result) under the user's cache directory (``profan.paths.cache_dir``, see
@@ -58,3 +76,111 @@ class LoadOptions:
                 f"unknown load option(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})"
             )
         return dataclasses.replace(options or cls(), **fields)
+
+    def with_environment(self, environ: Mapping[str, str] = os.environ) -> LoadOptions:
+        """These options, ``workers`` and ``scheduler`` from ``$PROFAN_WORKERS`` and
+        ``$PROFAN_SCHEDULER`` where they are not given (``profan.load`` reads them so)."""
+        return dataclasses.replace(
+            self,
+            workers=self.workers if self.workers is not None else workers_from(environ),
+            scheduler=self.scheduler or environ.get(SCHEDULER_ENV) or None,
+        )
+
+
+def parse_worker_count(text: str) -> int:
+    """A ``--workers`` / ``PROFAN_WORKERS`` value: a whole number of at least 1 (ValueError
+    otherwise)."""
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def workers_from(environ: Mapping[str, str]) -> int | None:
+    """``$PROFAN_WORKERS`` (None when unset or empty; ``ConfigError`` naming it when bad)."""
+    text = environ.get(WORKERS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        return parse_worker_count(text)
+    except ValueError as error:
+        raise ConfigError(f"{WORKERS_ENV}={text!r}: {error}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What every command that reads or costs traces takes beside its own options, built once
+    where the command starts (``from_environment``: the command line or ``profan.report``'s
+    keywords, the environment for what they leave out) and handed down from there."""
+
+    #: A TOML file of extra chips (``--chips``; same schema as ``profan/data/chips.toml``).
+    chips: str | None = None
+    #: A TOML file of cost models for custom calls (``--kernels``; as ``profan/data/kernels.toml``).
+    kernels: str | None = None
+    #: Hosts read at once by local processes (``--workers``; default: one per CPU).
+    workers: int | None = None
+    #: A Dask scheduler whose workers read the hosts (``--scheduler``; default: local processes).
+    scheduler: str | None = None
+    #: Reuse and fill profan's cache (``--no-cache``: neither).
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and (isinstance(self.workers, bool) or self.workers < 1):
+            raise ConfigError(f"workers must be at least 1, got {self.workers!r}")
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] = os.environ,
+        *,
+        costs: bool = True,
+        reads_traces: bool = True,
+        chips: str | os.PathLike[str] | None = None,
+        kernels: str | os.PathLike[str] | None = None,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        use_cache: bool = True,
+    ) -> RunOptions:
+        """The options given (None: not given), each else its environment variable's value:
+        the tables only for a command that ``costs``, workers and scheduler only for one that
+        ``reads_traces`` (a variable that means nothing to a command is not read)."""
+        if costs:
+            chips = chips or environ.get(CHIPS_ENV) or None
+            kernels = kernels or environ.get(KERNELS_ENV) or None
+        if reads_traces:
+            workers = workers if workers is not None else workers_from(environ)
+            scheduler = scheduler or environ.get(SCHEDULER_ENV) or None
+        return cls(
+            chips=None if chips is None else os.fspath(chips),
+            kernels=None if kernels is None else os.fspath(kernels),
+            workers=workers,
+            scheduler=scheduler,
+            use_cache=use_cache,
+        )
+
+    @contextmanager
+    def in_force(self) -> Iterator[None]:
+        """Within: the user's chip and kernel tables are part of the catalogue and of the kernel
+        registry (each file read and checked now: a bad one fails before any trace is read).
+        Without them nothing is imported (``profan chips`` loads no HLO parser)."""
+        with ExitStack() as stack:
+            if self.chips:
+                from profan.chips import using_chip_file
+
+                stack.enter_context(using_chip_file(self.chips))
+            if self.kernels:
+                from profan.cost.kernels import using_kernel_file
+
+                stack.enter_context(using_kernel_file(self.kernels))
+            yield
+
+    def load_options(
+        self, hlo: str | os.PathLike[str] | None, progress: bool | None = None
+    ) -> LoadOptions:
+        """How ``profan.load`` reads a trace for this command."""
+        return LoadOptions(
+            hlo=hlo,
+            workers=self.workers,
+            use_cache=self.use_cache,
+            scheduler=self.scheduler,
+            progress=progress,
+        )

@@ -15,7 +15,7 @@ The map runs through ``profan.trace.executors`` (local processes or a Dask clust
   ``Profile.device.hosts`` names every host, ``Profile.device.count`` is that host's devices.
   Each process (the parent and ``workers - 1`` worker processes) reads one host at a time, so
   the run's memory is that of ``workers`` host reads however many hosts there are (``workers``:
-  ``LoadOptions.workers``, ``--workers`` or ``PROFAN_WORKERS``, else one per CPU; measured in
+  ``LoadOptions.workers``, ``--workers`` or ``$PROFAN_WORKERS``, else one per CPU; measured in
   ``benchmarks/pod_scale.py``).
 * ``"auto"`` (default): ``"reduced"`` for two or more hosts above the byte threshold, else
   ``"events"``.  Ask for the other form with ``profan.load(path, form="events")`` (or
@@ -41,7 +41,7 @@ from profan.cache.keys import digest_behind, versioned
 from profan.hlo.model import Module
 from profan.trace.discover import Run
 from profan.trace.executors import Progress, map_hosts, release_freed_memory
-from profan.trace.fingerprint import events_key, hlo_inputs, run_inputs, seen_before
+from profan.trace.fingerprint import Fingerprint, run_inputs
 from profan.trace.hosts import HostSummary, analyse_hosts, summarize_host
 from profan.trace.load import load_events
 from profan.trace.options import LoadOptions
@@ -95,16 +95,20 @@ def load_events_cached(
     found: Run,
     progress: Progress | None = None,
     dumped: list[Module] | None = None,
+    fingerprint: Fingerprint | None = None,
 ) -> Profile:
     """``load_events``, reused from the cache when the run's files and ``--hlo`` are unchanged
-    (and stored there after a read).  ``dumped``: the modules of ``--hlo``, parsed already.
+    (and stored there after a read).  ``dumped``: the modules of ``--hlo``, parsed already;
+    ``fingerprint``: the key parts of ``path``, ``found`` and ``--hlo``, as far as the caller
+    took them already.
 
     A trace file the cache has not seen as it is now, read ahead by a worker (``prefetch``), is
     not looked up: only the same bytes written again at the same path could be found, and its
     hash would wait for the read.  It is hashed in a thread as the read is taken over, on the
     CPU the worker leaves, and the profile stored under that key."""
-    deferred = opts.use_cache and reading(found) and not seen_before(found.files)
-    key = _events_key(path, opts, found) if opts.use_cache and not deferred else None
+    fingerprint = fingerprint or Fingerprint(str(path), found, opts.hlo)
+    deferred = opts.use_cache and reading(found) and not fingerprint.seen_before()
+    key = fingerprint.events_key() if opts.use_cache and not deferred else None
     if key is not None:
         profile = read_profile(key)
         if profile is not None:
@@ -113,15 +117,11 @@ def load_events_cached(
         digest_behind(found.files.values())
     profile = load_events(path, opts, found, progress, dumped=dumped)
     if deferred:
-        key = _events_key(path, opts, found)
+        key = fingerprint.events_key()
     if key is not None:
         # written while the profile is scored (scoring adds columns to no table of it)
         write_profile(key, profile, background=True)
     return profile
-
-
-def _events_key(path: Any, opts: LoadOptions, found: Run) -> str | None:
-    return events_key(path, found.name, found.files, found.formats, found.skipped, opts.hlo)
 
 
 def _host_key(host: str, file: Any, hlo_parts: Any) -> str | None:
@@ -134,17 +134,17 @@ def _host_key(host: str, file: Any, hlo_parts: Any) -> str | None:
 
 def _map_uncached(
     tasks: list[tuple[str, str, str | None, bool]],
-    found: Run,
+    fingerprint: Fingerprint,
     sizes: list[int],
     opts: LoadOptions,
     progress: Progress,
-    scheduler: str | None,
 ) -> list[HostResult]:
     """The map over the hosts the cache does not hold; every host's result, in host order."""
     keys: list[str | None] = [None] * len(tasks)
     if opts.use_cache:
-        hlo_parts = hlo_inputs(opts.hlo)  # the --hlo dump is one input, listed and hashed once
-        keys = [_host_key(host, found.files[host], hlo_parts) for _, host, _, _ in tasks]
+        files = fingerprint.run.files
+        hlo_parts = fingerprint.dump()  # the --hlo dump is one input, listed and hashed once
+        keys = [_host_key(host, files[host], hlo_parts) for _, host, _, _ in tasks]
     results: list[HostResult | None] = [
         None if key is None else read_host_result(key, HostResult) for key in keys
     ]
@@ -158,7 +158,7 @@ def _map_uncached(
             [tasks[index] for index in todo],
             [sizes[index] for index in todo],
             workers=opts.workers,
-            scheduler=scheduler,
+            scheduler=opts.scheduler,
             progress=progress,
         )
         for index, result in zip(todo, mapped, strict=True):
@@ -181,13 +181,14 @@ def load_reduced(
     opts: LoadOptions,
     sizes: list[int],
     progress: Progress,
-    scheduler: str | None,
+    fingerprint: Fingerprint | None = None,
 ) -> Profile:
     """The reduced form (``profan.trace.pod``): hosts summarized where they are read; the
-    per-event tables of the median host."""
+    per-event tables of the median host.  ``fingerprint``: as for ``load_events_cached``."""
+    fingerprint = fingerprint or Fingerprint(str(path), found, opts.hlo)
     hlo = None if opts.hlo is None else os.fspath(opts.hlo)
     tasks = [(str(file), host, hlo, opts.use_cache) for host, file in sorted(found.files.items())]
-    results = _map_uncached(tasks, found, sizes, opts, progress, scheduler)
+    results = _map_uncached(tasks, fingerprint, sizes, opts, progress)
     chosen = representative(results)
     single = LoadOptions(hlo=hlo, workers=1, use_cache=opts.use_cache)
     median_file = found.files[chosen.host]
@@ -198,7 +199,8 @@ def load_reduced(
         {chosen.host: median_file},
         {chosen.host: found.formats[chosen.host]},
     )
-    profile = load_events_cached(str(median_file), single, median_run)
+    median = fingerprint.of_run(str(median_file), median_run)
+    profile = load_events_cached(str(median_file), single, median_run, fingerprint=median)
     profile.path, profile.run = str(path), found.name
     profile.hosts = analyse_hosts([result.summary for result in results])
     # device.count stays the median host's: every per-device figure divides that host's events.

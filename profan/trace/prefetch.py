@@ -121,20 +121,20 @@ def host_processes(
     (``--workers 1``: one), else this process and one more per CPU the machine leaves idle now
     (on a busy machine a second process only adds its start-up and its transfer), at most one
     per CPU."""
-    from profan.trace.executors import idle_cpus, worker_count
+    from profan.trace.executors import idle_cpus
     from profan.trace.storage import is_local_plain
 
     if scheduler or fmt != "xplane" or size < SPLIT_HOST_BYTES or not is_local_plain(path):
         return 1
-    wanted = worker_count(workers) or 1 + idle_cpus()
+    wanted = workers or 1 + idle_cpus()
     return max(1, min(wanted, os.cpu_count() or 1))
 
 
-def start(run: Run) -> HostRead | None:
-    """Start reading ``run``'s one host in a worker process, when that can pay (see the module
-    docstring); None otherwise."""
+def start(run: Run, workers: int | None = None, scheduler: str | None = None) -> HostRead | None:
+    """Start reading ``run``'s one host in a worker process, when that can pay with these
+    ``workers`` and ``scheduler`` (``LoadOptions``' fields; see the module docstring); None
+    otherwise."""
     from profan.cache.store import finish_writes
-    from profan.trace.executors import scheduler_address
 
     if len(run.files) != 1:
         return None
@@ -144,7 +144,7 @@ def start(run: Run) -> HostRead | None:
         size = os.stat(path).st_size
     except OSError:
         return None  # the loader reports it
-    if host_processes(path, run.formats.get(host), size, None, scheduler_address(None)) < 2:
+    if host_processes(path, run.formats.get(host), size, workers, scheduler) < 2:
         return None
     # A forked worker starts at once and needs nothing pickled to it; forking is only safe
     # while this process runs no other thread (an earlier command's cache writes are waited for).

@@ -2,9 +2,10 @@
 TransformerEngine, Pallas splash/flash), Pallas/Mosaic/Triton kernels, annotations.
 
 Which model a custom-call target gets is data: ``profan/data/kernels.toml`` maps target patterns
-to a model name and its parameters; a user file with the same schema (``--kernels FILE`` or
-``$PROFAN_KERNELS``) adds entries, which win over the built-in ones.  The models are pure
-functions (``KernelCall`` -> ``KernelCost``); every figure says where it came from (``SOURCES``).
+to a model name and its parameters; a user file with the same schema (``--kernels FILE``,
+default ``$PROFAN_KERNELS``; ``using_kernel_file``) adds entries, which win over the built-in
+ones.  The models are pure functions (``KernelCall`` -> ``KernelCost``); every figure says where
+it came from (``SOURCES``).
 ``profan.cost.custom_calls`` builds the ``KernelCall`` from an instruction.
 """
 
@@ -26,13 +27,13 @@ from profan.cost.kernels.registry import (
     EXAMPLE_ENTRY,
     MODELS,
     REGISTRY_FILE,
-    USER_KERNELS_ENV,
     KernelEntry,
     Rule,
     cost_kernel,
     find_rule,
     read_kernel_file,
     registry,
+    using_kernel_file,
 )
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "REGISTRY_FILE",
     "SOURCES",
     "SOURCE_MEANINGS",
-    "USER_KERNELS_ENV",
     "AttentionShape",
     "KernelCall",
     "KernelCost",
@@ -55,5 +55,6 @@ __all__ = [
     "read_kernel_file",
     "reconcile",
     "registry",
+    "using_kernel_file",
     "weaker_source",
 ]

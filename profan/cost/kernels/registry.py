@@ -1,13 +1,16 @@
 """The kernel registry: custom-call target patterns -> a cost model, read from
-``profan/data/kernels.toml`` and the user's own files (``--kernels FILE`` / ``$PROFAN_KERNELS``),
-which are checked before the built-in entries (first match wins)."""
+``profan/data/kernels.toml`` and the user's own file (``--kernels FILE``, default
+``$PROFAN_KERNELS``, put in force for a command by ``using_kernel_file``), whose entries are checked
+before the built-in ones (first match wins)."""
 
 from __future__ import annotations
 
 import fnmatch
 import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,7 +24,6 @@ from profan.paths import data_path
 from profan.tomlschema import Pattern, convert, read_named_tables
 
 REGISTRY_FILE = "kernels.toml"
-USER_KERNELS_ENV = "PROFAN_KERNELS"
 
 ModelName = Literal[
     "gemm", "te-gemm", "grouped-gemm", "convolution", "cudnn-fmha", "te-attention",
@@ -102,20 +104,31 @@ def read_kernel_file(path: str | os.PathLike[str]) -> list[Rule]:
 
 
 _BUILTIN: list[Rule] | None = None
+# The user's rules in force (``using_kernel_file``): checked first by every lookup within it.
+_USER_RULES: ContextVar[tuple[Rule, ...]] = ContextVar("profan user kernels", default=())
+
+
+@contextmanager
+def using_kernel_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within: the entries of ``path`` (read and checked now; None: none) come before the
+    built-in ones (a command's ``--kernels``, ``RunOptions.in_force``)."""
+    token = _USER_RULES.set(tuple(read_kernel_file(path)) if path else ())
+    try:
+        yield
+    finally:
+        _USER_RULES.reset(token)
 
 
 def registry(extra: str | Path | None = None) -> list[Rule]:
-    """Every rule, first match wins: ``extra``, then ``$PROFAN_KERNELS``, then the built-ins."""
+    """Every rule, first match wins: ``extra``, then the user's rules in force
+    (``using_kernel_file``), then the built-ins."""
     global _BUILTIN
     if _BUILTIN is None:
         _BUILTIN = read_kernel_file(data_path(REGISTRY_FILE))
     rules: list[Rule] = []
     if extra is not None:
         rules += read_kernel_file(extra)
-    env_file = os.environ.get(USER_KERNELS_ENV)
-    if env_file:
-        rules += read_kernel_file(env_file)
-    return rules + _BUILTIN
+    return [*rules, *_USER_RULES.get(), *_BUILTIN]
 
 
 def find_rule(

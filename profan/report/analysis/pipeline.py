@@ -1,7 +1,10 @@
 """From a trace path to a ``Report``: load, describe sharding, score, build, run the rules.
 
-Each step runs once: the sharding of every module is described once and handed to scoring
-(meshes for the collectives' times) and to the report builder (matmul splits, global shapes).
+A command makes one ``Request`` (``request_for``: the inputs located, its options) and hands it
+here (``report_of``, ``text_of``, ``analyse_request``); ``report_for`` and ``analyse`` make one
+from keywords.  Each step runs once: the sharding of every module is described once and handed
+to scoring (meshes for the collectives' times) and to the report builder (matmul splits, global
+shapes), and each cache key is taken once (``profan.report.analysis.request``).
 """
 
 from __future__ import annotations
@@ -12,24 +15,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from profan.cache.keys import digest_behind, finish_digests
 from profan.cache.store import entry_exists, writing_behind
 from profan.errors import ConfigError, ProfanError, TraceError
-from profan.report.rules.config import RuleConfig
-from profan.report.stored import (
-    read_report,
-    read_text,
-    report_key,
-    text_key,
-    write_report,
-    write_text,
-)
-from profan.trace.discover import Run, find_run
-from profan.trace.fingerprint import events_key, seen_before
+from profan.report.analysis.request import Inputs, JsonReport, Request
+from profan.report.stored import read_report, read_text, text_key, write_report, write_text
+from profan.trace.discover import find_run
+from profan.trace.options import RunOptions
 from profan.trace.storage import file_url_path, is_remote
 
 if TYPE_CHECKING:  # the rest is imported when a report is built, not when one is reused
@@ -37,6 +32,7 @@ if TYPE_CHECKING:  # the rest is imported when a report is built, not when one i
     from profan.hlo.model import Module
     from profan.report.analysis.build import Analysis
     from profan.report.model import Report
+    from profan.report.rules.config import RuleConfig
     from profan.roofline.scoring import ModuleScoring
     from profan.sharding import ProgramMesh, ShardingReport
     from profan.trace.profile import Profile
@@ -139,15 +135,6 @@ def local_path(path: _P) -> _P | str:
     return path if local is None else local
 
 
-class Inputs(NamedTuple):
-    """What a report is made from: the trace path (``trace/`` of a fixture-style folder), the
-    HLO dumps joined to it, and the run found there."""
-
-    trace: str
-    hlo: str | None
-    run: Run
-
-
 def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> Inputs:
     """The inputs of ``path`` (``TraceError`` when there is no such trace)."""
     path, hlo = local_path(path), local_path(hlo)
@@ -157,41 +144,83 @@ def locate(path: str | Path, hlo: str | None = None, run: str | None = None) -> 
     return Inputs(trace, hlo, find_run(trace, run))
 
 
-@contextmanager
-def reading_ahead(
-    inputs: Inputs | None,
+def request_for(
+    path: str | Path,
+    *,
+    hlo: str | None = None,
+    run: str | None = None,
     chip: str | None = None,
     config: RuleConfig | None = None,
     page: bool = False,
-    use_cache: bool = True,
-) -> Iterator[bool]:
-    """Within: the trace of ``inputs`` is read by a worker process started now, while this one
-    imports the pipeline, parses the HLO dump and prepares the rest (``profan.trace.prefetch``:
-    one big local host, an idle CPU), when it will be read at all: not when a report or the
-    loaded profile of these inputs is in the cache.  That is told without hashing a trace file
-    the cache has not seen (nothing is stored of it): a new trace starts reading before its
-    hash is taken.  The read is stopped on the way out if the loader did not take it.  Cache
-    entries are written behind the work meanwhile (``store.writing_behind``), and waited for
-    on the way out.
+    options: RunOptions | None = None,
+    program_meshes: Mapping[str, ProgramMesh] | None = None,
+) -> Request:
+    """The request for the report of ``path`` (located now: ``TraceError`` when there is no
+    such trace) with these options (``Request``; no ``options``: the defaults)."""
+    return Request(
+        locate(path, hlo, run),
+        options or RunOptions(),
+        chip=chip,
+        config=config,
+        page=page,
+        program_meshes=program_meshes,
+        path=str(path),
+    )
+
+
+def source_for(
+    path: str | Path,
+    *,
+    hlo: str | None = None,
+    run: str | None = None,
+    chip: str | None = None,
+    config: RuleConfig | None = None,
+    page: bool = False,
+    options: RunOptions | None = None,
+) -> Request | JsonReport:
+    """A JSON report file given where a trace could be, else ``request_for`` the trace."""
+    if is_json_report(path):
+        return JsonReport(str(path))
+    return request_for(path, hlo=hlo, run=run, chip=chip, config=config, page=page, options=options)
+
+
+def is_json_report(path: str | Path) -> bool:
+    """Whether ``path`` is a JSON report (read back, never analysed)."""
+    return str(path).endswith(".json") and Path(path).is_file()
+
+
+@contextmanager
+def reading_ahead(request: Request | None) -> Iterator[bool]:
+    """Within: the trace of ``request`` is read by a worker process started now, while this
+    one imports the pipeline, parses the HLO dump and prepares the rest
+    (``profan.trace.prefetch``: one big local host, an idle CPU), when it will be read at all:
+    not when a report or the loaded profile of these inputs is in the cache.  That is told
+    without hashing a trace file the cache has not seen (nothing is stored of it): a new trace
+    starts reading before its hash is taken.  The read is stopped on the way out if the loader
+    did not take it.  Cache entries are written behind the work meanwhile
+    (``store.writing_behind``), and waited for on the way out.
 
     Yields whether to look the inputs up in the cache before building: not for a trace file
     the cache has not seen as it is now that a worker reads.  Its lookups could only find the
     same bytes written again at the same path (keys name the path), and its hash (~0.06 s for
     69 MB) would lengthen this process's path, which is as long as the worker's: it is taken
     once the read is done (``trace.pod``), on the CPU the worker leaves, and the entries are
-    stored under it.  Without a worker, the hash runs in a thread beside the imports."""
+    stored under it (the request's keys are taken when first asked).  Without a worker, the
+    hash runs in a thread beside the imports."""
     started, hashing, unseen = None, False, False
-    if inputs is not None and _will_read(inputs, chip, config, page, use_cache):
+    if request is not None and _will_read(request):
         from profan.trace import prefetch  # (a report found in the cache reads nothing)
 
-        started = prefetch.start(inputs.run)  # before any thread: it forks
-        unseen = use_cache and not seen_before(inputs.run.files)
+        options = request.options
+        # before any thread: it forks
+        started = prefetch.start(request.inputs.run, options.workers, options.scheduler)
+        unseen = options.use_cache and not request.fingerprint.seen_before()
         hashing = unseen and started is None
     try:
         with writing_behind():
             if hashing:
-                assert inputs is not None
-                _import_while_hashing(inputs.run.files.values())
+                assert request is not None
+                _import_while_hashing(request.inputs.run.files.values())
             yield not (unseen and started is not None)
     finally:
         if unseen:
@@ -210,19 +239,15 @@ def _import_while_hashing(files: Iterable[Any]) -> None:
     import profan.trace.api  # noqa: F401
 
 
-def _will_read(
-    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool, use_cache: bool
-) -> bool:
-    if not use_cache or not seen_before(inputs.run.files):
+def _will_read(request: Request) -> bool:
+    if not request.options.use_cache or not request.fingerprint.seen_before():
         return True
-    found = inputs.run
-    report = cache_key(inputs, chip, config, page)
-    profile = events_key(
-        inputs.trace, found.name, found.files, found.formats, found.skipped, inputs.hlo
-    )
     return not any(
         key is not None and entry_exists(kind, key)
-        for kind, key in (("reports", report), ("profiles", profile))
+        for kind, key in (
+            ("reports", request.report_key()),
+            ("profiles", request.fingerprint.events_key()),
+        )
     )
 
 
@@ -238,30 +263,31 @@ def analyse(
 ) -> Analysis:
     """Load, describe the sharding of every module, score (``use_cache``: the loaded profile
     may come from the cache, ``profan.cache``)."""
-    progress = progress or Progress(False)
-    inputs = locate(path, hlo, run)
-    with reading_ahead(inputs, use_cache=use_cache):
-        return analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+    request = request_for(
+        path,
+        hlo=hlo,
+        run=run,
+        chip=chip,
+        options=RunOptions(use_cache=use_cache),
+        program_meshes=program_meshes,
+    )
+    with reading_ahead(request):
+        return analyse_request(request, progress or Progress(False))
 
 
-def analyse_inputs(
-    inputs: Inputs,
-    chip: str | None,
-    progress: Progress,
-    program_meshes: Mapping[str, ProgramMesh] | None = None,
-    use_cache: bool = True,
-) -> Analysis:
-    """``analyse`` of inputs already located."""
+def analyse_request(request: Request, progress: Progress) -> Analysis:
+    """``analyse`` of a request (its inputs located, its options)."""
     from profan import roofline
     from profan.report.analysis.build import Analysis
     from profan.trace.api import load_run
-    from profan.trace.options import LoadOptions
 
+    inputs = request.inputs
     progress(f"loading {inputs.trace}")
-    options = LoadOptions(hlo=inputs.hlo, progress=progress.enabled or None, use_cache=use_cache)
-    meshes = dict(program_meshes or {})
+    options = request.load_options(progress=progress.enabled or None)
+    meshes = dict(request.program_meshes or {})
     ahead = _prepare_while_reading(inputs, meshes)
-    profile = load_run(inputs.trace, inputs.run, options, ahead.modules if ahead else None)
+    dumped = ahead.modules if ahead else None
+    profile = load_run(inputs.trace, inputs.run, options, dumped, request.fingerprint)
     progress(f"loaded {len(profile.ops)} op events, {len(profile.modules)} modules")
     progress("describing sharding")
     if ahead is None:
@@ -271,7 +297,8 @@ def analyse_inputs(
     shardings = describe_shardings(profile, meshes, ahead.shardings if ahead else None)
     progress("scoring")
     scorings = ahead.scorings if ahead else None
-    score = roofline.score(profile, _get_chip(chip), shardings=shardings, scorings=scorings)
+    chip = _get_chip(request.chip)
+    score = roofline.score(profile, chip, shardings=shardings, scorings=scorings)
     return Analysis(profile, score, shardings)
 
 
@@ -334,87 +361,79 @@ def report_for(
     use_cache: bool = True,
     page: bool = False,
 ) -> Report:
-    """The report of a trace, or of a JSON report file (read back as it was written).
+    """The report of a trace, or of a JSON report file (read back as it was written): the
+    keywords make the request (``request_for``) that ``report_of`` builds.
 
     ``use_cache``: reuse the report built before from the same inputs and options, and keep
     this one (``profan.report.stored``); the profile it is built from may come from the cache
     too.  A report for a caller that knows the program's meshes is not cached.  ``page``: also
     what only the HTML page shows (``profan.report.analysis.page_data``; part of the key)."""
-    progress = progress or Progress(False)
-    if str(path).endswith(".json") and Path(path).is_file():
+    if is_json_report(path):
         return read_json_report(path)
-    inputs = locate(path, hlo, run)
-    with reading_ahead(inputs, chip, config, page, use_cache) as look_up:
-        key: Key = None
-        if use_cache and not program_meshes:
-            key = _key_of(inputs, chip, config, page, look_up)
-        return _report(inputs, key, chip, config, progress, program_meshes, use_cache, page)
+    request = request_for(
+        path,
+        hlo=hlo,
+        run=run,
+        chip=chip,
+        config=config,
+        page=page,
+        options=RunOptions(use_cache=use_cache),
+        program_meshes=program_meshes,
+    )
+    return report_of(request, progress or Progress(False))
 
 
-def text_for(
-    paths: Sequence[str | Path],
+def report_of(source: Request | JsonReport, progress: Progress) -> Report:
+    """The report a request asks for: from the cache when it holds it, else built (and kept
+    there); a JSON report is read back."""
+    if isinstance(source, JsonReport):
+        return read_json_report(source.path)
+    with reading_ahead(source) as look_up:
+        return _report(source, progress, look_up)
+
+
+def text_of(
+    sources: Sequence[Request | JsonReport],
     render: Callable[..., str],
     rendering: tuple[Any, ...],
-    *,
-    chip: str | None = None,
-    hlo: str | None = None,
-    run: str | None = None,
-    config: RuleConfig | None = None,
-    progress: Progress | None = None,
-    use_cache: bool = True,
-    page: bool = False,
+    progress: Progress,
 ) -> str:
-    """``render(*reports)`` of the reports of ``paths`` (``report_for`` each), the text itself
-    reused from the cache when the same rendering (``rendering``: what it depends on beside
-    the reports, e.g. the format and its options) was made from the same reports before.  For
-    renderings without side effects; a JSON report among ``paths`` is read, never cached."""
-    progress = progress or Progress(False)
-    traces = [
-        None if str(path).endswith(".json") and Path(path).is_file() else locate(path, hlo, run)
-        for path in paths
-    ]
+    """``render(*reports)`` of the reports of ``sources`` (``report_of`` each), the text itself
+    reused from the cache when the same rendering (``rendering``: what it depends on beside the
+    reports, e.g. the format and its options) was made from the same reports before.  For
+    renderings without side effects; a JSON report among them is read, never cached."""
     # one trace (not a diff of two) is read ahead while the keys are taken and the rest imported
-    ahead = traces[0] if len(traces) == 1 else None
-    with reading_ahead(ahead, chip, config, page, use_cache) as look_up:
-        return _text(
-            paths, traces, render, rendering, chip, config, progress, use_cache, page, look_up
-        )
+    ahead = sources[0] if len(sources) == 1 and isinstance(sources[0], Request) else None
+    with reading_ahead(ahead) as look_up:
+        return _text(sources, render, rendering, progress, look_up)
 
 
 def _text(
-    paths: Sequence[str | Path],
-    traces: list[Inputs | None],
+    sources: Sequence[Request | JsonReport],
     render: Callable[..., str],
     rendering: tuple[Any, ...],
-    chip: str | None,
-    config: RuleConfig | None,
     progress: Progress,
-    use_cache: bool,
-    page: bool,
     look_up: bool = True,
 ) -> str:
-    """``text_for`` of traces already located (None: a JSON report); ``look_up``: see
-    ``reading_ahead``."""
-    located: list[tuple[Inputs | None, Key]] = [
-        (inputs, _key_of(inputs, chip, config, page, look_up) if inputs and use_cache else None)
-        for inputs in traces
-    ]
+    """``text_of``; ``look_up``: see ``reading_ahead``."""
 
     def rendered_key() -> str | None:
-        keys = [_taken(key) for _, key in located]
-        return None if None in keys else text_key(*keys, *rendering)  # type: ignore[arg-type]
+        keys = [source.report_key() if isinstance(source, Request) else None for source in sources]
+        taken = [key for key in keys if key is not None]  # (a JSON report has none)
+        return text_key(*taken, *rendering) if len(taken) == len(sources) else None
 
     if look_up:
         known = rendered_key()
         text = None if known is None else read_text(known)
         if text is not None:
-            progress(f"{', '.join(map(str, paths))}: this rendering, from the cache")
+            names = [source.path for source in sources]
+            progress(f"{', '.join(names)}: this rendering, from the cache")
             return text
     reports = [
-        read_json_report(path)
-        if inputs is None
-        else _report(inputs, key, chip, config, progress, None, use_cache, page)
-        for path, (inputs, key) in zip(paths, located, strict=True)
+        read_json_report(source.path)
+        if isinstance(source, JsonReport)
+        else _report(source, progress, look_up)
+        for source in sources
     ]
     text = render(*reports)
     written = rendered_key()
@@ -423,74 +442,28 @@ def _text(
     return text
 
 
-# A report cache key, or a function that takes it once the inputs are read (``reading_ahead``).
-Key = str | Callable[[], str | None] | None
-
-
-def _key_of(
-    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool, look_up: bool
-) -> Key:
+def _report(request: Request, progress: Progress, look_up: bool = True) -> Report:
+    """The report stored under the request's key (when ``look_up``), else built (and stored
+    there; a key not looked up is taken only to store it)."""
     if look_up:
-        return cache_key(inputs, chip, config, page)
-    # taken once (a file changed in the last 2 s is not recorded, and would be hashed anew)
-    return cache(partial(cache_key, inputs, chip, config, page))
-
-
-def _taken(key: Key) -> str | None:
-    return key() if callable(key) else key
-
-
-def _report(
-    inputs: Inputs,
-    key: Key,
-    chip: str | None,
-    config: RuleConfig | None,
-    progress: Progress,
-    program_meshes: Mapping[str, ProgramMesh] | None,
-    use_cache: bool,
-    page: bool = False,
-) -> Report:
-    """The report stored under ``key``, else built (and stored there; a deferred key is only
-    taken to store it)."""
-    if isinstance(key, str):
-        cached = read_report(key)
+        key = request.report_key()
+        cached = None if key is None else read_report(key)
         if cached is not None:
-            progress(f"{inputs.trace}: the report of these inputs, from the cache")
+            progress(f"{request.inputs.trace}: the report of these inputs, from the cache")
             return cached
     from profan.report.analysis.build import build_report
 
-    analysis = analyse_inputs(inputs, chip, progress, program_meshes, use_cache)
+    analysis = analyse_request(request, progress)
     progress("building the report")
-    report = build_report(analysis, config)
-    if page:
+    report = build_report(analysis, request.config)
+    if request.page:
         from profan.report.analysis.page_data import add_page_data  # only the HTML page pays for it
 
         add_page_data(report, analysis.profile)
-    written = _taken(key)
+    written = request.report_key()
     if written is not None:
         write_report(written, report)
     return report
-
-
-def cache_key(
-    inputs: Inputs, chip: str | None, config: RuleConfig | None, page: bool = False
-) -> str | None:
-    """The report cache's key for these inputs and options (``profan.report.stored``; None
-    when an input cannot be fingerprinted).  No rule configuration means the defaults."""
-    found = inputs.run
-    rules = config or RuleConfig()
-    page_data = ("page",) if page else ()  # the HTML page's data makes another report
-    return report_key(
-        inputs.trace,
-        found.name,
-        found.files,
-        found.formats,
-        found.skipped,
-        inputs.hlo,
-        chip,
-        rules,
-        *page_data,
-    )
 
 
 def read_json_report(path: str | Path) -> Report:
