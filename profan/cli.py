@@ -204,16 +204,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # What a SIGTERM stops at once beside this process: module, function (only when imported).
-_STOPPED_ON_TERM = (
-    ("profan.trace.executors", "stop_workers"),  # the pool's and a shared host's workers
-    ("profan.trace.prefetch", "kill_started"),  # a host read ahead
-)
+_STOPPED_ON_TERM = (("profan.trace.workers", "stop_workers"),)  # every worker process
 
 
 def _terminated(signum: int, frame: object) -> NoReturn:
     """SIGTERM (``timeout``, CI runners, systemd): kill the command's workers and leave now,
     exit 143 (128 + 15) as a shell reports it.  (Workers also die with this process by
-    themselves: ``profan.trace.executors.die_with_parent``.)"""
+    themselves: ``profan.trace.workers.die_with_parent``.)"""
     for module_name, function in _STOPPED_ON_TERM:
         module = sys.modules.get(module_name)
         if module is not None:

@@ -1,6 +1,6 @@
 """A host read ahead in a worker process (``profan.trace.prefetch``) and sent back as data
-(``profan.trace.transfer``) is the host that a read in this process gives, and a report made
-that way is byte for byte the one made without it.  No worker outlives the command.
+(``profan.trace.workers``' transport) is the host that a read in this process gives, and a report
+made that way is byte for byte the one made without it.  No worker outlives the command.
 
 Real traces of every kind: the project's CPU fixtures, the GPU fixture (kernels inside command
 buffers kept apart) and the corpus's TPU trace (op, async and module lines).  The size threshold
@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import shutil
+import socket
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,10 +28,10 @@ import pytest
 
 from profan.cli import main
 from profan.errors import TraceError
-from profan.trace import prefetch
+from profan.trace import prefetch, workers
 from profan.trace.discover import find_run
 from profan.trace.planes import Coded, HostTrace
-from profan.trace.transfer import _Host, receive, send
+from profan.trace.workers import Raised, receive, send
 from profan.trace.xplane import read_host
 
 from .conftest import FIXTURES_DIR, InCorpus, located, named_params
@@ -78,37 +79,44 @@ def _trace(request: pytest.FixtureRequest, name: str) -> Path:
     return located(request, TRACES[name])
 
 
-def test_the_message_describes_every_field_of_a_host() -> None:
-    assert list(_Host.__struct_fields__) == [f.name for f in dataclasses.fields(HostTrace)]
+def _sent(value: object, *, memory_file: bool = True) -> tuple[object, int]:
+    """``value`` sent through a socket pair and received (the sender in a thread: what goes
+    through the socket itself may be more than it holds), and how many bytes crossed the
+    socket."""
+    here, there = socket.socketpair()
+    with here, there:
+        sender = threading.Thread(
+            target=send, args=(here, value), kwargs={"memory_file": memory_file}
+        )
+        sender.start()
+        sender.join(timeout=5 if memory_file else 0)  # (a memory file: all written first)
+        waiting = (
+            len(there.recv(1 << 30, socket.MSG_PEEK | socket.MSG_DONTWAIT)) if memory_file else -1
+        )
+        back = receive(there)
+        sender.join()
+    return back, waiting
 
 
-@pytest.mark.parametrize("through", ["pipe", "memory file"])
+@pytest.mark.parametrize("through", ["socket", "memory file"])
 @pytest.mark.parametrize("name", named_params(TRACES))
 def test_a_host_sent_as_data_is_the_host_read_here(
     name: str, through: str, request: pytest.FixtureRequest
 ) -> None:
+    """Every field of the host (``_same_host``), its string columns still coded."""
     path = str(_trace(request, name))
     here = read_host(path, "h")
     coded = read_host(path, "h", coded=True)
     assert here.ops or here.graph_kernels  # (the GPU fixture's kernels all ran in graphs)
     if here.ops:  # the string columns travel as codes
         assert any(not isinstance(column, np.ndarray) for column in coded.ops.values())
-    stream = io.BytesIO()
-    blob_file = os.memfd_create("columns") if through == "memory file" else None
-    try:
-        send(stream, coded, blob_file=blob_file)
-        stream.seek(0)
-        if blob_file is not None:  # the columns went to the file, not the stream
-            piped = io.BytesIO()
-            send(piped, coded)
-            written = os.fstat(blob_file).st_size
-            assert written > 0 and len(stream.getvalue()) + written == len(piped.getvalue())
-        back = receive(stream, blob_file)
-    finally:
-        if blob_file is not None:
-            os.close(blob_file)
+    back, waiting = _sent(coded, memory_file=through == "memory file")
+    if through == "memory file":  # the columns went to the file: a header crossed the socket
+        assert 0 < waiting < 1024
     assert isinstance(back, HostTrace)
     _same_host(here, back)
+    if here.ops:
+        assert any(isinstance(column, Coded) for column in back.ops.values())
     # the columns are writable arrays, as a read's are
     columns = [
         *(column.codes if isinstance(column, Coded) else column for column in back.ops.values()),
@@ -117,27 +125,36 @@ def test_a_host_sent_as_data_is_the_host_read_here(
     assert columns and all(column.flags.writeable for column in columns)
 
 
-def test_a_read_error_is_sent_as_its_path_and_reason() -> None:
-    stream = io.BytesIO()
-    send(stream, None, ("/x/h.xplane.pb", "the file is empty"))
-    stream.seek(0)
-    assert receive(stream) == ("/x/h.xplane.pb", "the file is empty")
-    with pytest.raises(EOFError):
-        receive(io.BytesIO(stream.getvalue()[:5]))
-
-
-def test_a_memory_file_cut_short_is_an_early_end() -> None:
-    coded = read_host(str(CPU_TRANSFORMER), "h", coded=True)
-    stream = io.BytesIO()
-    blob_file = os.memfd_create("columns")
-    try:
-        send(stream, coded, blob_file=blob_file)
-        os.ftruncate(blob_file, os.fstat(blob_file).st_size - 1)
-        stream.seek(0)
+def test_a_read_error_is_sent_whole() -> None:
+    error = TraceError("/x/h.xplane.pb", "the file is empty")
+    back, _ = _sent(Raised(error))
+    assert isinstance(back, Raised) and isinstance(back.error, TraceError)
+    assert (back.error.path, back.error.reason) == (error.path, error.reason)
+    here, there = socket.socketpair()
+    with here, there:
+        here.sendall(b"\x01\x00")  # a header cut short: the sender died
+        here.close()
         with pytest.raises(EOFError):
-            receive(stream, blob_file)
-    finally:
-        os.close(blob_file)
+            receive(there)
+
+
+def test_a_memory_file_cut_short_is_an_early_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    coded = read_host(str(CPU_TRANSFORMER), "h", coded=True)
+    kept: list[int] = []
+
+    def memory_file() -> int:
+        fd = os.memfd_create("columns")
+        kept.append(os.dup(fd))
+        return fd
+
+    monkeypatch.setattr(workers, "_memory_file", memory_file)
+    here, there = socket.socketpair()
+    with here, there:
+        send(here, coded)
+        os.ftruncate(kept[0], os.fstat(kept[0]).st_size - 1)
+        with pytest.raises(EOFError):
+            receive(there)
+    os.close(kept[0])
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from profan.escape import terminal
 from profan.hlo.model import Module
 from profan.hlo.stored import cached_module
 from profan.trace.discover import Run, find_run
-from profan.trace.executors import Progress, map_beside, map_hosts, trim_heap
+from profan.trace.executors import Progress, map_hosts, map_local, trim_heap
 from profan.trace.hloproto import module_from_proto_bytes
 from profan.trace.hosts import analyse_hosts, summarize_host
 from profan.trace.join import as_category, coded_category, join_ops, module_key, spread_category
@@ -104,7 +104,7 @@ def load_events(
     elif shares > 1:  # one big host: read by several processes, a share each
         path_, host_, fmt, _, _ = tasks[0]
         parts = [(path_, host_, fmt, keep, (index, shares)) for index in range(shares)]
-        hosts = [merge_parts(map_beside(_read_one, parts))]  # a TraceError pickles whole
+        hosts = [merge_parts(map_local(_read_one, parts, shares))]  # a TraceError pickles whole
     else:
         hosts = map_hosts(
             _read_one, tasks, sizes, workers=workers, scheduler=scheduler, progress=progress

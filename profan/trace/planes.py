@@ -39,7 +39,7 @@ class Coded:
     """A column of strings as one code per row into ``values`` (code -1: none): how the readers
     build the string columns of op events (an event's op and module name are stat references
     into a few hundred names), and how a read sends them between processes
-    (``profan.trace.transfer``)."""
+    (``profan.trace.workers``)."""
 
     codes: np.ndarray  # int32
     values: list[Any]

@@ -246,7 +246,7 @@ def _read_planes(
             host_plane = plane
         elif plane.name == "/host:metadata":
             # The programs' bytes go with one share only: the last, which the parent reads
-            # (executors.map_hosts gives the first tasks to the workers), so they never cross
+            # (executors.map_local gives the first tasks to the workers), so they never cross
             # a process boundary.
             _read_metadata(plane, trace, with_protos=part is None or part[0] == part[1] - 1)
     timestamps = [
