@@ -76,13 +76,7 @@ def from_trace(path: str | Path, run: str | None = None) -> TracePrograms:
             "no xplane.pb file: the buffer assignment is only in the profiler's XSpace "
             "(trace.json files do not carry the compiled programs)",
         )
-    type_string = device_stats.get("device_type_string")
-    result.device = DeviceInfo(
-        kind=kind,
-        type_string=type_string if isinstance(type_string, str) else None,
-        count=count or 1,
-        stats={k: v for k, v in device_stats.items() if not isinstance(v, bytes)},
-    )
+    result.device = DeviceInfo.from_stats(kind, device_stats, count or 1)
     result.programs.sort(key=lambda p: p.program_id)
     return result
 

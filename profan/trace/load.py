@@ -486,6 +486,7 @@ def _attribute_graph_kernels(
 
 
 def _device_info(kind: str, hosts: list[HostTrace], ops: pd.DataFrame) -> DeviceInfo:
+    """The device of the first host's first device plane, counted over every host."""
     stats: dict[str, Any] = {}
     for host in hosts:
         for ordinal in sorted(host.devices):
@@ -493,26 +494,9 @@ def _device_info(kind: str, hosts: list[HostTrace], ops: pd.DataFrame) -> Device
             break
         if stats:
             break
-    type_string = stats.get("device_type_string")
-    peak_flops = stats.get("peak_teraflops_per_second")
-    peak_hbm = stats.get("peak_hbm_bw_gigabytes_per_second")
     device_count = sum(len(h.devices) for h in hosts)
     if not device_count:  # no device planes (CPU): the (host, device ordinal) pairs seen
         device_codes, devices = pd.factorize(ops["device"].to_numpy())
         pairs = ops["host"].array.codes.astype(np.int64) * (len(devices) + 1) + device_codes
         device_count = len(pd.unique(pairs))
-    return DeviceInfo(
-        kind=kind,
-        type_string=type_string if isinstance(type_string, str) else None,
-        count=device_count,
-        hosts=sorted({h.host for h in hosts}),
-        peak_flops_per_s=float(peak_flops) * 1e12 if peak_flops else None,
-        peak_hbm_bytes_per_s=(
-            float(peak_hbm) * 1e9
-            if peak_hbm
-            else float(stats["memory_bandwidth"])
-            if stats.get("memory_bandwidth")
-            else None
-        ),
-        stats={k: v for k, v in stats.items() if not isinstance(v, bytes)},
-    )
+    return DeviceInfo.from_stats(kind, stats, device_count, sorted({h.host for h in hosts}))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,6 +89,34 @@ class DeviceInfo:
     peak_flops_per_s: float | None = None  # from plane stats, when the trace has them
     peak_hbm_bytes_per_s: float | None = None
     stats: dict[str, object] = field(default_factory=dict)  # other plane stats, raw
+
+    @classmethod
+    def from_stats(
+        cls, kind: str, stats: Mapping[str, Any], count: int, hosts: list[str] | None = None
+    ) -> DeviceInfo:
+        """The device as a device plane's stats describe it (``stats``: the first device's),
+        with ``count`` devices on ``hosts``: its type, its peak FLOP/s and HBM bandwidth where
+        the trace records them (ROCm's ``memory_bandwidth`` for the latter), the other stats
+        as they are (bytes left out)."""
+        type_string = stats.get("device_type_string")
+        peak_flops = stats.get("peak_teraflops_per_second")
+        peak_hbm = stats.get("peak_hbm_bw_gigabytes_per_second")
+        hbm_bytes_per_s = stats.get("memory_bandwidth")  # ROCm's, in bytes/s
+        return cls(
+            kind=kind,
+            type_string=type_string if isinstance(type_string, str) else None,
+            count=count,
+            hosts=list(hosts or []),
+            peak_flops_per_s=float(peak_flops) * 1e12 if peak_flops else None,
+            peak_hbm_bytes_per_s=(
+                float(peak_hbm) * 1e9
+                if peak_hbm
+                else float(hbm_bytes_per_s)
+                if hbm_bytes_per_s
+                else None
+            ),
+            stats={k: v for k, v in stats.items() if not isinstance(v, bytes)},
+        )
 
 
 @dataclass(slots=True)
