@@ -215,7 +215,8 @@ class Capture:
             )
 
     def _analyse(self) -> Report:
-        from profan.report.analysis.pipeline import report_for
+        from profan.report.analysis.pipeline import Progress, report_of, request_for
+        from profan.trace.options import RunOptions
 
         assert self._dir is not None
         if self.info.traced_steps == 0:
@@ -226,14 +227,19 @@ class Capture:
         runs = _runs(self._dir)
         if len(runs) != 1:
             raise CaptureError(f"the JAX profiler wrote {len(runs)} runs under {self._dir}")
+        # the user's defaults ($PROFAN_CHIPS, $PROFAN_KERNELS, ...), read as the CLI reads them
+        options = RunOptions.from_environment()
         try:
-            report = report_for(
-                self._dir,
-                chip=self.chip,
-                run=runs[0],
-                config=self.rules,
-                program_meshes=self.program_meshes,
-            )
+            with options.in_force():
+                request = request_for(
+                    self._dir,
+                    run=runs[0],
+                    chip=self.chip,
+                    config=self.rules,
+                    options=options,
+                    program_meshes=self.program_meshes,
+                )
+                report = report_of(request, Progress(False))
         except TraceError as error:
             raise CaptureError(
                 f"profan.capture({self.info.function}): {error.reason}; did the traced steps "

@@ -40,7 +40,7 @@ def _report(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 def test_report_json_is_byte_identical_on_the_cluster(
     fixtures_dir: Path, scheduler: str, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
-    monkeypatch.setenv("PROFAN_SCHEDULER", "")  # main() sets it; restored after the test
+    monkeypatch.setenv("PROFAN_SCHEDULER", "")  # (one the environment names would be used)
     trace = str(fixtures_dir / "multihost" / "trace")
     # --no-cache: both runs read the hosts (the second would otherwise reuse the first's report)
     local = _report(["report", trace, "--format", "json", "--no-cache"], capsys)
