@@ -12,6 +12,7 @@ import shutil
 import stat
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import BinaryIO
 
@@ -372,6 +373,32 @@ def test_reports_are_keyed_on_the_user_tables_profan_reads(
     assert plain is not None and keyed is not None and plain != keyed
     kernels.write_text("# other kernels\n")
     assert request_for(trace, options=options).report_key() not in (plain, keyed)
+
+
+def test_a_command_fingerprints_each_input_once(
+    tmp_path: Path,
+    fixtures_dir: Path,
+    private_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``check`` (a report's key, the profile's, the check's own output key), cold and then
+    warm: every input file (the trace's, ``--hlo``'s, the budget) is fingerprinted once."""
+    digests: Counter[str] = Counter()
+    original = keys.file_digest
+
+    def counting(path: str | os.PathLike[str]) -> str:
+        digests[str(path)] += 1
+        return original(path)
+
+    monkeypatch.setattr(keys, "file_digest", counting)
+    budget = tmp_path / "profan.toml"
+    budget.write_text("[budget]\nstep_time_s = 10.0\n")
+    for _ in ("cold", "warm"):
+        digests.clear()
+        assert main(["check", str(fixtures_dir / "matmul"), "--budget", str(budget)]) == 0
+        assert str(budget) in digests and max(digests.values()) == 1, digests
+    capsys.readouterr()
 
 
 def test_least_recently_used_entries_go_first(

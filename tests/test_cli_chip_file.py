@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from profan.chips import catalogue
 from profan.cli import main
 from profan.trace.options import CHIPS_ENV, KERNELS_ENV
 
@@ -59,6 +61,8 @@ def test_report_scores_against_a_chip_from_the_users_file(
     assert main([*argv, "--chips", str(chip_file)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["chip"]["name"] == "synthetic-workstation"
+    # in force for that command only: nothing left in the environment or the catalogue
+    assert CHIPS_ENV not in os.environ and "synthetic-workstation" not in catalogue()
     assert report["summary"]["score_peak_flops_per_s"] == pytest.approx(2.0e12)  # the bf16 peak
     # The fixture's matmul is f32: its compute time uses the file's f32 peak.
     matmul = next(op for op in report["ops"] if op["category"] == "matmul")
