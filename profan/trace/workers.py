@@ -4,19 +4,21 @@ The one mechanism every read in another process goes through: the hosts of a run
 (``profan.trace.executors.map_hosts``), the shares of one big host (``profan.trace.load``), a
 host read ahead while the command does the rest (``profan.trace.prefetch``).
 
-**Start** (``start``): a fork, which needs nothing pickled to it (the function is the forked
-process's own) and imports nothing again.  The worker dies with this process however it ends
-(``die_with_parent``) and takes SIGTERM's default action; it runs the tasks it is sent through
-its end of a socket pair, one after the other, until this process closes its end.
+**Start** (``start``): a fork, which needs nothing sent to it but its tasks (the function is the
+forked process's own) and imports nothing again.  The worker dies with this process however it
+ends (``die_with_parent``) and takes SIGTERM's default action; it runs the tasks it is sent
+through its end of a socket pair, one after the other, until this process closes its end.
 
-**Transport** (``send``, ``receive``): a result is pickled (protocol 5) with its arrays' buffers
-out of band (a host's columns: tens of MB), and all of it is written into a memory file whose
-descriptor crosses the socket with a short header; the receiver maps the file copy-on-write,
-and the arrays are views of the mapping (writable, as arrays read here are; their bytes were
-copied once, not twice through a pipe).  Where there is no memory file (not Linux) it all goes
-through the socket.  A task's error crosses whole (profan's errors pickle) and is raised by the
-receiver.  Sender and receiver are the same program, forked, talking over a private socket: the
-pickle never crosses a trust boundary (the cache, which does, stores data only).
+**Transport** (``send``, ``receive``): data only, never code (as the cache: nothing in profan
+loads pickles).  A task or a result is msgpack (``msgspec``) with its arrays' buffers out of band:
+numbers, strings, bytes, lists, tuples, sets, dicts, numpy arrays (a host's columns: tens of MB),
+and profan's own dataclasses and errors (rebuilt from their fields, or from what ``__reduce__``
+gives, by class names looked up among profan's modules already imported, never imported).  All of
+it is written into a memory file whose descriptor crosses the socket with a short header; the
+receiver maps the file copy-on-write, and the arrays are views of the mapping (writable, as arrays
+read here are; their bytes copied once, not twice through a pipe).  Where there is no memory
+file (not Linux), and for tasks, it goes through the socket.  A task's error crosses whole and is
+raised by the receiver.
 
 **Death** (``WorkerDiedError``): a worker that ends without its result (killed: the
 out-of-memory killer's SIGKILL; crashed) is one error naming the host of the task it was given.
@@ -27,27 +29,30 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import mmap
 import os
-import pickle
 import signal
 import socket
 import struct
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+import msgspec
+import numpy as np
+
 from profan.errors import EXIT_INTERNAL, ProfanError
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _ALIGN = 64  # each buffer of a result starts at a multiple of this in the memory file
-# a result's header: how many pieces (its pickle, then each out-of-band buffer), whether they
+# a message's header: how many pieces (its msgpack, then each array's buffer), whether they
 # follow through the socket (else they are in the memory file that comes with the header)
 _HEADER = struct.Struct("<QB")
-_SIZE = struct.Struct("<Q")
 
 # Workers alive now, by process id (``stop_workers``; closed in a new worker).
 _LIVE: dict[int, Worker] = {}
@@ -106,9 +111,8 @@ class Worker:
         """Give the worker ``task`` (it must be idle)."""
         assert not self.busy
         self.task, self.busy = task, True
-        data = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(OSError):  # (it died idle: ``result`` says how)
-            self.channel.sendall(_SIZE.pack(len(data)) + data)
+            send(self.channel, task, memory_file=False)
 
     def result(self) -> Any:
         """The result of the task given (waits for it); the task's error is raised here, a
@@ -203,10 +207,9 @@ def _serve(function: Callable[[Any], Any], channel: socket.socket) -> None:
     the other end is closed."""
     while True:
         try:
-            (size,) = _SIZE.unpack(_read(channel, _SIZE.size))
+            task = receive(channel)
         except EOFError:
             return
-        task = pickle.loads(_read(channel, size))
         try:
             value: Any = function(task)
         except Exception as error:  # raised again in the parent
@@ -247,17 +250,18 @@ def die_with_parent(parent: int) -> None:
 
 
 def send(channel: socket.socket, value: Any, *, memory_file: bool = True) -> None:
-    """Write ``value`` to ``channel``: its pickle and its arrays' buffers into a memory file
-    sent with the header (``memory_file``, where the system has one), else through the
-    socket after the header."""
-    buffers: list[pickle.PickleBuffer] = []
+    """Write ``value`` to ``channel``: its msgpack and its arrays' buffers into a memory file
+    sent with the header (``memory_file``, where the system has one), else through the socket
+    after the header.  A value that cannot be sent (a type the transport does not carry) is
+    sent as the error that says so."""
+    blobs: list[np.ndarray] = []
     try:
-        data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
-    except Exception as error:  # (an error or a value that does not pickle: said as text)
-        buffers = []
+        data = msgspec.msgpack.encode(_to_wire(value, blobs))
+    except (TypeError, ValueError, OverflowError) as error:
+        blobs = []
         failed = RuntimeError(f"{type(value).__name__} could not be sent back: {error}")
-        data = pickle.dumps(Raised(failed), protocol=5)
-    pieces = [memoryview(data), *(buffer.raw() for buffer in buffers)]
+        data = msgspec.msgpack.encode(_to_wire(Raised(failed), blobs))
+    pieces = [memoryview(data), *(_bytes_of(blob) for blob in blobs)]
     sizes = [piece.nbytes for piece in pieces]
     fd = _memory_file() if memory_file else None
     if fd is None:
@@ -269,7 +273,7 @@ def send(channel: socket.socket, value: Any, *, memory_file: bool = True) -> Non
         with open(fd, "wb", buffering=0, closefd=False) as file:
             for piece, offset in zip(pieces, _offsets(sizes), strict=True):
                 file.seek(offset)
-                _write_all(file.write, piece.cast("B"))
+                _write_all(file.write, piece)
         header = _HEADER.pack(len(sizes), 0) + struct.pack(f"<{len(sizes)}Q", *sizes)
         socket.send_fds(channel, [header], [fd])
     finally:
@@ -295,7 +299,122 @@ def receive(channel: socket.socket) -> Any:
     finally:
         for fd in fds:
             os.close(fd)
-    return pickle.loads(pieces[0], buffers=pieces[1:])
+    return _from_wire(pieces[0], pieces[1:])
+
+
+_PLAIN = frozenset((str, int, float, bool, bytes))  # (msgpack's own, as they are)
+# What the msgpack extension types of the transport carry.
+_TUPLE, _SET, _PARTS, _ARRAY, _OBJECTS, _DATACLASS, _ERROR = range(1, 8)
+
+
+def _to_wire(value: Any, blobs: list[np.ndarray]) -> Any:
+    """``value`` as msgpack's own types and extensions (an array's buffer appended to
+    ``blobs``, its extension naming it); ``TypeError`` for a type the transport does not
+    carry."""
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        if all(item is None or type(item) in _PLAIN for item in value):
+            return value  # (a column's values: thousands of names, taken as they are)
+        return [_to_wire(item, blobs) for item in value]
+    if isinstance(value, dict):
+        plain = {key: _to_wire(item, blobs) for key, item in value.items()}
+        if isinstance(value, defaultdict) and value.default_factory is list:
+            return _extension(_PARTS, plain)  # (a host's part tables)
+        return plain
+    if isinstance(value, tuple):
+        return _extension(_TUPLE, [_to_wire(item, blobs) for item in value])
+    if isinstance(value, set | frozenset):
+        return _extension(_SET, [_to_wire(item, blobs) for item in value])
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return _extension(
+                _OBJECTS, [list(value.shape), _to_wire(value.ravel().tolist(), blobs)]
+            )
+        blobs.append(np.ascontiguousarray(value))
+        return _extension(_ARRAY, [value.dtype.str, list(value.shape), len(blobs) - 1])
+    if isinstance(value, BaseException):
+        reduced: tuple[Any, ...] = value.__reduce__()  # type: ignore[assignment]
+        cls, args = reduced[0], reduced[1]  # (what it is rebuilt from, as a copy would be)
+        state = reduced[2] if len(reduced) > 2 else None
+        carried = [_to_wire(args, blobs), _to_wire(state, blobs), str(value)]
+        return _extension(_ERROR, [cls.__module__, cls.__qualname__, *carried])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {
+            field.name: _to_wire(getattr(value, field.name), blobs)
+            for field in dataclasses.fields(value)
+            if field.init
+        }
+        kind = type(value)
+        return _extension(_DATACLASS, [kind.__module__, kind.__qualname__, fields])
+    raise TypeError(f"{type(value).__name__} is not carried between processes")
+
+
+def _extension(code: int, items: Any) -> msgspec.msgpack.Ext:
+    return msgspec.msgpack.Ext(code, msgspec.msgpack.encode(items))
+
+
+def _from_wire(data: Any, blobs: list[Any]) -> Any:
+    """What ``_to_wire`` made, from its msgpack ``data`` and the buffers of its arrays."""
+
+    def rebuilt(code: int, payload: memoryview) -> Any:
+        items = msgspec.msgpack.decode(payload, ext_hook=rebuilt)
+        if code == _TUPLE:
+            return tuple(items)
+        if code == _SET:
+            return frozenset(items)
+        if code == _PARTS:
+            return defaultdict(list, items)
+        if code == _ARRAY:
+            dtype, shape, index = items
+            return np.frombuffer(blobs[index], dtype=np.dtype(dtype)).reshape(shape)
+        if code == _OBJECTS:
+            shape, values = items
+            column = np.empty(len(values), dtype=object)
+            column[:] = values
+            return column.reshape(shape)
+        if code == _DATACLASS:
+            module, name, fields = items
+            return _known(module, name)(**fields)
+        if code == _ERROR:
+            return _error(*items)
+        raise ValueError(f"unknown extension {code}")
+
+    return msgspec.msgpack.decode(data, ext_hook=rebuilt)
+
+
+def _known(module: str, name: str) -> Any:
+    """A class of profan's (or a built-in exception) by its names, from a module already
+    imported (nothing is imported for it: the names come from data); ``ValueError`` for any
+    other name."""
+    owner = (
+        sys.modules.get(module) if module == "builtins" or module.startswith("profan.") else None
+    )
+    found = getattr(owner, name, None) if owner is not None and "." not in name else None
+    if isinstance(found, type) and (
+        issubclass(found, BaseException) or dataclasses.is_dataclass(found)
+    ):
+        return found
+    raise ValueError(f"{module}.{name} is not carried between processes")
+
+
+def _error(module: str, name: str, args: tuple[Any, ...], state: Any, text: str) -> BaseException:
+    """The error a worker raised, rebuilt from its class, ``args`` and ``state``;
+    one that cannot be (not profan's, not built in) is a ``RuntimeError`` saying what it was."""
+    try:
+        error: BaseException = _known(module, name)(*args)
+        if state:
+            error.__dict__.update(state)
+    except (TypeError, ValueError):
+        return RuntimeError(f"{name}: {text}")
+    return error
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """An array's bytes (it is contiguous), as one flat view."""
+    return memoryview(array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def _offsets(sizes: list[int] | tuple[int, ...]) -> list[int]:
