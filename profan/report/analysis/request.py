@@ -91,8 +91,11 @@ class Request:
         return self.shared.fingerprint
 
     def replace(self, **changes: Any) -> Request:
-        """The same inputs and options, another chip, rule set or ``page`` (the inputs' key
-        parts are shared; the report's key is another)."""
+        """The same inputs, another chip, rule set or ``page`` (the inputs' key parts are
+        shared; the report's key is another), or other options (the user's tables then taken
+        again)."""
+        if "options" in changes and "shared" not in changes:
+            changes["shared"] = _Shared(self.fingerprint)
         return dataclasses.replace(self, **changes)
 
     @property
