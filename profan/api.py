@@ -72,15 +72,19 @@ class ReportOptions:
             raise ConfigError(f"workers must be at least 1, got {self.workers!r}")
 
     def filters(self) -> list[OpFilter]:
+        texts = [self.filter] if isinstance(self.filter, str) else list(self.filter)
+        if not texts:  # (selection imports the report model: a re-open needs neither)
+            return []
         from profan.report.render.selection import parse_filter
 
-        texts = [self.filter] if isinstance(self.filter, str) else list(self.filter)
         return [parse_filter(text) for text in texts]
 
     def order(self) -> OpOrder | None:
+        if self.sort is None:
+            return None
         from profan.report.render.selection import parse_order
 
-        return None if self.sort is None else parse_order(self.sort)
+        return parse_order(self.sort)
 
     def rule_config(self) -> RuleConfig | None:
         from profan.report.rules.config import RuleConfig, load_rule_config
