@@ -80,9 +80,9 @@ def test_no_finding_under_its_floor(transformer: Report) -> None:
         if f.saving_bytes is not None and f.rule != "near-capacity":
             assert f.saving_bytes >= config.min_saving_bytes, f
     # the undonated parameters, from the memory section: every one is under 1 MiB ...
-    undonated = [item for entry in transformer.memory for item in entry.get("undonated", [])]
+    undonated = [item for entry in transformer.memory for item in entry.undonated]
     assert len(undonated) == 19
-    assert all(item["size_bytes"] < config.min_saving_bytes for item in undonated)
+    assert all(item.size_bytes < config.min_saving_bytes for item in undonated)
     assert not [f for f in transformer.findings if f.rule == "undonated-input"]
     # ... and max_suspicious counts only what is reported
     count = len(transformer.findings)
