@@ -156,8 +156,9 @@ def score(
     found.  Without it nothing is inferred: the axes are those their device groups span.
     ``scorings``: module key -> its ``ModuleScoring``, prepared while the trace was read.
     """
-    accounting = trace_accounting(profile, resolve_chip(chip, profile))
-    chip = accounting.scoring_chip(resolve_chip(chip, profile))
+    catalogue_chip = resolve_chip(chip, profile)
+    accounting = trace_accounting(profile, catalogue_chip)
+    chip = accounting.scoring_chip(catalogue_chip)
     ops = op_records(profile, chip, shardings, accounting, scorings)
     ops.sort(key=lambda op: -op.measured_s)  # longest first; stable: ties keep their order
     rows = event_rows(profile, ops)
