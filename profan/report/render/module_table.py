@@ -4,11 +4,10 @@ table (``render``), and as ``--json`` writes them (``json_rows``)."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from profan.report.format import seconds, si
+from profan.report.model.codec import encode
 from profan.report.render.layout import Column, Style, fit_columns, hidden_note, para, table
 
 if TYPE_CHECKING:
@@ -88,13 +87,5 @@ def json_rows(ops: list[ModuleOpRecord]) -> list[dict[str, Any]]:
     """The records as ``profan hlo --json`` writes them: one object per op, its fields as keys
     in their order, every figure exact (a time of 3e-12 s stays 3e-12, where pandas' JSON
     writer, used before, rounded it to 0.0 at 10 decimals) and a figure that is not a finite
-    number null."""
-    return [{name: _finite(value) for name, value in asdict(op).items()} for op in ops]
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    return value
+    number null (the report's own encoder, ``profan.report.model.codec.encode``)."""
+    return [encode(op) for op in ops]
