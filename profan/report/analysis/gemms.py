@@ -22,7 +22,14 @@ from profan.cost import CostModel
 from profan.hlo.model import Instruction, Module, Shape
 from profan.hlo.views import backend_config
 from profan.report.model import GemmEntry, GemmKernel, OpEntry
-from profan.report.rules.hlo_checks import find_dot, matmul_dims, operand_shape
+from profan.report.rules.hlo_checks import (
+    DotDimensions,
+    dot_dimensions,
+    find_dot,
+    matmul_dims,
+    matmul_sizes,
+    operand_shape,
+)
 
 _GEMM_TARGETS = ("cublas", "gemm", "hipblas")
 
@@ -107,9 +114,7 @@ def _minor(shape: Shape, first: int, second: int) -> int:
     return max(first, second)
 
 
-def _transpose(
-    lhs: Shape, rhs: Shape, dims: tuple[list[int], list[int], list[int], list[int]]
-) -> str | None:
+def _transpose(lhs: Shape, rhs: Shape, dims: DotDimensions) -> str | None:
     lhs_c, rhs_c, lhs_b, rhs_b = dims
     left = _free_and_contracting(lhs, lhs_c, lhs_b)
     right = _free_and_contracting(rhs, rhs_c, rhs_b)
@@ -122,11 +127,6 @@ def _transpose(
 
 def _ints(values: Any) -> list[int]:
     return [int(value) for value in values or []]
-
-
-def _dot_attr(instruction: Instruction, name: str) -> list[int]:
-    text = instruction.attributes.get(name, "").strip("{} ")
-    return [int(x) for x in text.split(",") if x.strip().lstrip("-").isdigit()]
 
 
 def _result(instruction: Instruction) -> Shape:
@@ -164,13 +164,7 @@ def gemm_of(
     lhs, rhs = operand_shape(module, dot, 0), operand_shape(module, dot, 1)
     if sizes is None or lhs is None or rhs is None:
         return None
-    dims = (
-        _dot_attr(dot, "lhs_contracting_dims"),
-        _dot_attr(dot, "rhs_contracting_dims"),
-        _dot_attr(dot, "lhs_batch_dims"),
-        _dot_attr(dot, "rhs_batch_dims"),
-    )
-    shape = _shape(lhs, rhs, dot.shape, dims, "dot")
+    shape = _shape(lhs, rhs, dot.shape, dot_dimensions(dot), "dot")
     return None if shape is None else (shape, dot)
 
 
@@ -178,26 +172,17 @@ def _shape(
     lhs: Shape,
     rhs: Shape,
     out: Shape,
-    dims: tuple[list[int], list[int], list[int], list[int]],
+    dims: DotDimensions,
     source: str,
 ) -> GemmShape | None:
     if not (lhs.is_array and rhs.is_array):
         return None
-    lhs_c, rhs_c, lhs_b, rhs_b = dims
-
-    def product(shape: Shape, picked: list[int]) -> int:
-        out = 1
-        for d in picked:
-            out *= shape.dims[d] if d < len(shape.dims) else 1
-        return out
-
-    lhs_free = [d for d in range(lhs.rank) if d not in lhs_c and d not in lhs_b]
-    rhs_free = [d for d in range(rhs.rank) if d not in rhs_c and d not in rhs_b]
+    batch, m, n, k = matmul_sizes(lhs, rhs, dims)
     return GemmShape(
-        m=product(lhs, lhs_free),
-        n=product(rhs, rhs_free),
-        k=product(lhs, lhs_c),
-        batch=product(lhs, lhs_b),
+        m=m,
+        n=n,
+        k=k,
+        batch=batch,
         lhs_dtype=lhs.dtype,
         rhs_dtype=rhs.dtype,
         out_dtype=out.dtype,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from profan.cost.bytes import logical_bytes, padding_ratio
 from profan.hlo.model import Computation, Instruction, Module, Shape
-from profan.hlo.views import called_computations
+from profan.hlo.views import called_computations, int_list_attribute
 
 _MOVE_ONLY = frozenset({"parameter", "copy", "transpose", "bitcast", "reshape", "tuple"})
 _VIEW_OPCODES = frozenset({"bitcast", "reshape", "convert", "copy", "transpose"})
@@ -40,11 +40,6 @@ def operand_shape(module: Module | None, instr: Instruction, index: int) -> Shap
 def shape_bytes(shape: Shape) -> int:
     """Bytes of every array leaf's elements (no layout padding)."""
     return sum(logical_bytes(leaf) for leaf in shape.leaves())
-
-
-def _dims_attr(instr: Instruction, name: str) -> list[int]:
-    text = instr.attributes.get(name, "").strip("{} ")
-    return [int(x) for x in text.split(",") if x.strip().lstrip("-").isdigit()]
 
 
 def find_dot(instr: Instruction, module: Module | None) -> tuple[Instruction, Module | None] | None:
@@ -81,10 +76,29 @@ def matmul_dims(instr: Instruction, module: Module | None) -> MatmulDims | None:
     rhs = operand_shape(module, instr, 1)
     if lhs is None or rhs is None or not lhs.is_array or not rhs.is_array:
         return None
-    lhs_c = _dims_attr(instr, "lhs_contracting_dims")
-    rhs_c = _dims_attr(instr, "rhs_contracting_dims")
-    lhs_b = _dims_attr(instr, "lhs_batch_dims")
-    rhs_b = _dims_attr(instr, "rhs_batch_dims")
+    batch, m, n, k = matmul_sizes(lhs, rhs, dot_dimensions(instr))
+    return MatmulDims(batch=batch, m=m, n=n, k=k, dtype=lhs.dtype)
+
+
+# A dot's dimension numbers: lhs contracting, rhs contracting, lhs batch, rhs batch.
+DotDimensions = tuple[list[int], list[int], list[int], list[int]]
+
+
+def dot_dimensions(instr: Instruction) -> DotDimensions:
+    """A ``dot``'s dimension numbers, as ``matmul_sizes`` takes them."""
+    return (
+        int_list_attribute(instr, "lhs_contracting_dims"),
+        int_list_attribute(instr, "rhs_contracting_dims"),
+        int_list_attribute(instr, "lhs_batch_dims"),
+        int_list_attribute(instr, "rhs_batch_dims"),
+    )
+
+
+def matmul_sizes(lhs: Shape, rhs: Shape, dims: DotDimensions) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a matmul of ``lhs`` by ``rhs`` with these dimension numbers (a dot's,
+    or a GEMM custom call's from its backend config): M the lhs's free dimensions, N the rhs's,
+    K the contracting ones; a dimension past an operand's rank counts 1."""
+    lhs_c, rhs_c, lhs_b, rhs_b = dims
 
     def product(shape: Shape, picked: list[int]) -> int:
         out = 1
@@ -95,13 +109,7 @@ def matmul_dims(instr: Instruction, module: Module | None) -> MatmulDims | None:
 
     lhs_free = [d for d in range(lhs.rank) if d not in lhs_c and d not in lhs_b]
     rhs_free = [d for d in range(rhs.rank) if d not in rhs_c and d not in rhs_b]
-    return MatmulDims(
-        batch=product(lhs, lhs_b),
-        m=product(lhs, lhs_free),
-        n=product(rhs, rhs_free),
-        k=product(lhs, lhs_c),
-        dtype=lhs.dtype,
-    )
+    return product(lhs, lhs_b), product(lhs, lhs_free), product(rhs, rhs_free), product(lhs, lhs_c)
 
 
 def _destination(instr: Instruction) -> Shape:
